@@ -1,0 +1,196 @@
+"""Multi-head attention three ways: a list of heads, split heads, one fused qkv projection.
+
+Shapes: ``B`` batch, ``Tq``/``Tk`` query/key length, ``Din`` input width, ``D`` model width
+(``d_out``/``dim``), ``H`` heads, ``Dh = D / H`` head width.
+
+All three compute the same function when given the same weights (notebook 05 and the tests
+copy weights across to show it). Each keeps ``last_attn_weights`` ``(B, H, Tq, Tk)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import (
+    check_divisible,
+    check_features,
+    check_length,
+    check_positive_int,
+    check_probability,
+    check_rank,
+)
+from .functional import scaled_dot_product_attention
+from .masks import causal_mask, combine_masks
+from .self_attention import CausalAttention
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """``num_heads`` independent :class:`CausalAttention` heads, outputs concatenated.
+
+    Args:
+        d_in: input width ``Din``.
+        d_out: width of each head; the output is ``num_heads * d_out`` wide.
+        context_length: longest sequence accepted.
+        dropout: dropout probability on the attention weights.
+        num_heads: number of heads ``H``.
+        qkv_bias: add a bias to the projections.
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_positive_int("num_heads", num_heads)
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Args: x ``(B, T, Din)``. Returns: ``(B, T, H * d_out)``."""
+        context = torch.cat([head(x, mask) for head in self.heads], dim=-1)  # H x (B, T, d_out)
+        self.last_attn_weights = torch.stack([h.last_attn_weights for h in self.heads], dim=1)
+        return context
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with one projection per role, split into heads by view/transpose.
+
+    Document 002's signature and parameter order (``W_query``, ``W_key``, ``W_value``,
+    ``out_proj``). By default causal self-attention, as in the reference; ``causal=False``
+    with ``memory`` gives cross-attention (Transformer decoder) and with ``mask`` padding.
+
+    Args:
+        d_in: input width ``Din`` (of both ``x`` and ``memory``).
+        d_out: model width ``D``, split into ``num_heads`` heads of ``D / H``.
+        context_length: longest sequence (queries or keys) accepted.
+        dropout: dropout probability on the attention weights.
+        num_heads: number of heads ``H``.
+        qkv_bias: add a bias to the query/key/value projections.
+        causal: apply the causal mask (self-attention only).
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+        *,
+        causal: bool = True,
+    ) -> None:
+        super().__init__()
+        self.head_dim = check_divisible(d_out, num_heads)
+        self.d_in = check_positive_int("d_in", d_in)
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.context_length = check_positive_int("context_length", context_length)
+        self.causal = causal
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.register_buffer("mask", causal_mask(context_length), persistent=False)
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, T, D)`` -> ``(B, H, T, Dh)``."""
+        b, t, _ = x.shape
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
+
+    def forward(
+        self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Attend from ``x`` to ``memory`` (to ``x`` itself if None).
+
+        Args:
+            x: queries' input ``(B, Tq, Din)``.
+            memory: keys' and values' input ``(B, Tk, Din)``; defaults to ``x``.
+            mask: bool, True = may attend, broadcastable to ``(B, H, Tq, Tk)``.
+
+        Returns:
+            ``(B, Tq, D)``.
+        """
+        check_rank("x", x, (3,), "(B, Tq, Din)")
+        check_features("x", x, self.d_in, "(B, Tq, Din)", "Din")
+        memory = x if memory is None else memory
+        check_rank("memory", memory, (3,), "(B, Tk, Din)")
+        check_features("memory", memory, self.d_in, "(B, Tk, Din)", "Din")
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"x and memory must share the batch size, got {tuple(x.shape)} and {tuple(memory.shape)}")
+        b, tq, _ = x.shape
+        tk = memory.shape[1]
+        check_length("x", tq, self.context_length)
+        check_length("memory", tk, self.context_length)
+        if self.causal:
+            if memory is not x and tq != tk:
+                raise ValueError(f"causal attention needs Tq == Tk, got Tq={tq} and Tk={tk}")
+            mask = combine_masks(self.mask[:tq, :tk], mask)  # (Tq, Tk) & mask
+
+        queries = self.split_heads(self.W_query(x))  # (B, H, Tq, Dh)
+        keys = self.split_heads(self.W_key(memory))  # (B, H, Tk, Dh)
+        values = self.split_heads(self.W_value(memory))  # (B, H, Tk, Dh)
+        context, weights = scaled_dot_product_attention(
+            queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
+        )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+        self.last_attn_weights = weights.detach()
+        context = context.transpose(1, 2).reshape(b, tq, self.d_out)  # (B, H, Tq, Dh) -> (B, Tq, D)
+        return self.out_proj(context)
+
+
+class Attention(nn.Module):
+    """Vision-transformer style multi-head self-attention with one fused qkv projection.
+
+    Document 001's signature. ``qkv`` maps ``D`` to ``3 * D`` in one matmul; its output
+    columns are all queries, then all keys, then all values.
+
+    Args:
+        dim: model width ``D``.
+        num_heads: number of heads ``H``.
+        qkv_bias: add a bias to the fused projection.
+        attn_drop: dropout on the attention weights.
+        proj_drop: dropout after the output projection.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        qkv_bias: bool = False,
+        attn_drop: float = 0.0,
+        proj_drop: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.head_dim = check_divisible(dim, num_heads, "dim")
+        self.dim = dim
+        self.num_heads = num_heads
+        self.scale = self.head_dim**-0.5
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        self.attn_drop = nn.Dropout(check_probability("attn_drop", attn_drop))
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(check_probability("proj_drop", proj_drop))
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Args: x ``(B, N, D)``; mask bool, True = may attend. Returns: ``(B, N, D)``."""
+        check_rank("x", x, (3,), "(B, N, D)")
+        check_features("x", x, self.dim, "(B, N, D)")
+        b, n, d = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim)  # (B, N, 3D) -> (B, N, 3, H, Dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, N, Dh)
+        context, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale
+        )
+        self.last_attn_weights = weights.detach()
+        x = context.transpose(1, 2).reshape(b, n, d)  # (B, H, N, Dh) -> (B, N, D)
+        return self.proj_drop(self.proj(x))
