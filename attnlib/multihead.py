@@ -127,7 +127,9 @@ class MultiHeadAttention(nn.Module):
         check_rank("memory", memory, (3,), "(B, Tk, Din)")
         check_features("memory", memory, self.d_in, "(B, Tk, Din)", "Din")
         if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"x and memory must share the batch size, got {tuple(x.shape)} and {tuple(memory.shape)}")
+            raise ValueError(
+                f"x and memory must share the batch size, got {tuple(x.shape)} and {tuple(memory.shape)}"
+            )
         b, tq, _ = x.shape
         tk = memory.shape[1]
         check_length("x", tq, self.context_length)

@@ -72,7 +72,9 @@ def plot_attention(
         raise ValueError(f"expected {tq} y_labels (one per query), got {len(y_labels)}")
     flat_titles: list[str | None] = [None] * (rows * cols)
     if titles is not None:
-        flat = [t for row in titles for t in row] if titles and not isinstance(titles[0], str) else list(titles)
+        flat = (
+            [t for row in titles for t in row] if titles and not isinstance(titles[0], str) else list(titles)
+        )
         if len(flat) != rows * cols:
             raise ValueError(f"expected {rows * cols} titles, got {len(flat)}")
         flat_titles = flat
@@ -87,7 +89,11 @@ def plot_attention(
         for j in range(cols):
             ax = axes[i][j]
             image = ax.imshow(grid[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-            ax.set_xticks(range(tk), x_labels if x_labels is not None else range(tk), rotation=90 if x_labels is not None else 0)
+            ax.set_xticks(
+                range(tk),
+                x_labels if x_labels is not None else range(tk),
+                rotation=90 if x_labels is not None else 0,
+            )
             ax.set_yticks(range(tq), y_labels if y_labels is not None else range(tq))
             if i == rows - 1:
                 ax.set_xlabel(xlabel)
@@ -106,9 +112,20 @@ def plot_attention(
 
 def _annotate(ax, w: torch.Tensor, vmin: float, vmax: float) -> None:
     middle = (vmin + vmax) / 2
-    for (r, c), value in zip(torch.cartesian_prod(torch.arange(w.shape[0]), torch.arange(w.shape[1])).tolist(), w.flatten().tolist(), strict=True):
-        ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                color="black" if value > middle else "white")
+    for (r, c), value in zip(
+        torch.cartesian_prod(torch.arange(w.shape[0]), torch.arange(w.shape[1])).tolist(),
+        w.flatten().tolist(),
+        strict=True,
+    ):
+        ax.text(
+            c,
+            r,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="black" if value > middle else "white",
+        )
 
 
 def plot_bars(

@@ -69,9 +69,7 @@ class SelfAttention(nn.Module):
         Returns: context ``(..., T, Dout)``."""
         check_rank("x", x, (2, 3), "(T, Din) or (B, T, Din)")
         check_features("x", x, self.d_in, "(..., T, Din)", "Din")
-        context, weights = scaled_dot_product_attention(
-            self.W_query(x), self.W_key(x), self.W_value(x), mask
-        )
+        context, weights = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x), mask)
         self.last_attn_weights = weights.detach()
         return context
 

@@ -61,10 +61,14 @@ def query_explorer(inputs: torch.Tensor, tokens: Sequence[str]):
         context = weights @ inputs  # (T,) @ (T, D) -> (D,)
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True)
         plot_bars(scores, tokens, ax=a1, ylabel="score  x_i · q", title=f"scores for query '{tokens[query]}'")
-        plot_bars(weights, tokens, ax=a2, ylabel="weight", title="softmax weights (sum to 1)", color="#21918c")
+        plot_bars(
+            weights, tokens, ax=a2, ylabel="weight", title="softmax weights (sum to 1)", color="#21918c"
+        )
         fig.suptitle("context vector = " + ", ".join(f"{v:.4f}" for v in context.tolist()))
 
-    picker = widgets.ToggleButtons(options=[(t, i) for i, t in enumerate(tokens)], value=1, description="query")
+    picker = widgets.ToggleButtons(
+        options=[(t, i) for i, t in enumerate(tokens)], value=1, description="query"
+    )
     return explorer(draw, query=picker)
 
 
@@ -83,13 +87,17 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
         weights = torch.softmax(raw * scale, dim=-1)
         entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1).mean()
         plot_attention(
-            weights, tokens, annotate=len(tokens) <= 8, vmax=1.0,
-            suptitle=f"scale = {scale:.3f}  (1/sqrt(d_k) = {d_k ** -0.5:.3f});  "
-                     f"mean entropy {entropy:.3f} nats (uniform: {torch.log(torch.tensor(float(len(tokens)))):.3f})",
+            weights,
+            tokens,
+            annotate=len(tokens) <= 8,
+            vmax=1.0,
+            suptitle=f"scale = {scale:.3f}  (1/sqrt(d_k) = {d_k**-0.5:.3f});  "
+            f"mean entropy {entropy:.3f} nats (uniform: {torch.log(torch.tensor(float(len(tokens)))):.3f})",
         )
 
-    slider = widgets.FloatLogSlider(value=d_k**-0.5, base=10, min=-2, max=2, step=0.02,
-                                    description="scale", readout_format=".3f")
+    slider = widgets.FloatLogSlider(
+        value=d_k**-0.5, base=10, min=-2, max=2, step=0.02, description="scale", readout_format=".3f"
+    )
     return explorer(draw, scale=slider)
 
 
@@ -110,7 +118,8 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
         weights = masked_softmax(scores, mask)
         labels = [tok if k else f"{tok} [PAD]" for tok, k in zip(tokens, keep.tolist(), strict=True)]
         title = f"causal={causal}, padding={n_pad}: rows sum to " + " ".join(
-            f"{s:.0f}" for s in weights.sum(-1).tolist())
+            f"{s:.0f}" for s in weights.sum(-1).tolist()
+        )
         plot_attention(weights, labels, annotate=t <= 8, vmax=1.0, suptitle=title)
 
     return explorer(
@@ -135,10 +144,13 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
         keep = torch.rand(weights.shape, generator=gen) >= p
         dropped = weights * keep / (1 - p) if training else weights
         plot_attention(
-            dropped, tokens, annotate=len(tokens) <= 8, vmax=float(weights.max()) / (1 - 0.9),
+            dropped,
+            tokens,
+            annotate=len(tokens) <= 8,
+            vmax=float(weights.max()) / (1 - 0.9),
             suptitle=f"p={p:.2f}, {'train' if training else 'eval'}: kept weights scaled by "
-                     f"1/(1-p) = {1 / (1 - p) if training else 1:.2f}; row sums "
-                     + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
+            f"1/(1-p) = {1 / (1 - p) if training else 1:.2f}; row sums "
+            + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
         )
 
     return explorer(
@@ -162,7 +174,8 @@ def head_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     w = w[0] if w.ndim == 4 else w  # (H, T, T)
 
     def draw(head: int) -> None:
-        plot_attention(w[head], tokens, annotate=len(tokens) <= 8, vmax=1.0,
-                       suptitle=f"head {head} of {w.shape[0]}")
+        plot_attention(
+            w[head], tokens, annotate=len(tokens) <= 8, vmax=1.0, suptitle=f"head {head} of {w.shape[0]}"
+        )
 
     return explorer(draw, head=widgets.IntSlider(value=0, min=0, max=w.shape[0] - 1, description="head"))

@@ -1,0 +1,28 @@
+"""Exercise checks: one call per exercise, e.g. ``check.causal_mask(my_causal_mask)``.
+
+Each check runs the student's code on several cases against attnlib's reference and returns
+a :class:`Verdict` that says which case failed, expected vs got, and a hint aimed at the
+typical mistake. Topic modules: ``attention`` (notebooks 01-02), ``masking`` (03-04),
+``heads`` (05), ``seq2seq`` (06-08), ``transformer`` (09-10).
+"""
+
+from . import attention, heads, masking, seq2seq, transformer
+from ._core import Case, Mistake, Verdict, check_answer, run_check
+from .attention import *  # noqa: F403
+from .heads import *  # noqa: F403
+from .masking import *  # noqa: F403
+from .seq2seq import *  # noqa: F403
+from .transformer import *  # noqa: F403
+
+__all__ = [
+    "Case",
+    "Mistake",
+    "Verdict",
+    "check_answer",
+    "run_check",
+    *attention.__all__,
+    *heads.__all__,
+    *masking.__all__,
+    *seq2seq.__all__,
+    *transformer.__all__,
+]
