@@ -2,13 +2,14 @@
 
 Each check runs the student's code on several cases against attnlib's reference and returns
 a :class:`Verdict` that says which case failed, expected vs got, and a hint aimed at the
-typical mistake. Topic modules: ``attention`` (notebooks 01-02), ``masking`` (03-04),
-``heads`` (05), ``seq2seq`` (06-08), ``transformer`` (09-10).
+typical mistake. Topic modules: ``attention`` (notebooks 01-02), ``masking`` (03),
+``dropout`` (04), ``heads`` (05), ``seq2seq`` (06-08), ``transformer`` (09-10).
 """
 
-from . import attention, heads, masking, seq2seq, transformer
+from . import attention, dropout, heads, masking, seq2seq, transformer
 from ._core import Case, Mistake, Verdict, check_answer, run_check
 from .attention import *  # noqa: F403
+from .dropout import *  # noqa: F403
 from .heads import *  # noqa: F403
 from .masking import *  # noqa: F403
 from .seq2seq import *  # noqa: F403
@@ -21,6 +22,7 @@ __all__ = [
     "check_answer",
     "run_check",
     *attention.__all__,
+    *dropout.__all__,
     *heads.__all__,
     *masking.__all__,
     *seq2seq.__all__,
