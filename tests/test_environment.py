@@ -1,0 +1,68 @@
+"""The set-up files agree: one file of exact pins, used by the Makefile, conda and CI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins() -> dict[str, str]:
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    reqs = [line for line in lines if line.strip() and not line.startswith("#")]
+    assert all("==" in r for r in reqs), "every requirement must be an exact pin"
+    return {re.sub(r"[-_.]+", "-", r.split("==")[0]).lower(): r.split("==")[1] for r in reqs}
+
+
+def test_torch_is_pinned_to_the_series_version():
+    assert pins()["torch"] == "2.13.0"
+
+
+def test_every_top_level_dependency_is_pinned():
+    top = [
+        re.sub(r"[-_.]+", "-", re.split(r"[=<>\[ ]", line)[0]).lower()
+        for line in (ROOT / "requirements.in").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    missing = [name for name in top if name not in pins()]
+    assert not missing, f"in requirements.in but not pinned in requirements.txt: {missing}"
+
+
+def test_environment_yml_uses_the_pins_and_python_311():
+    text = (ROOT / "environment.yml").read_text()
+    assert re.search(r"^\s*-\s*python=3\.11\s*$", text, re.M), "environment.yml must ask for Python 3.11"
+    assert re.search(r"^\s*-\s*-r requirements\.txt\s*$", text, re.M), (
+        "environment.yml must install requirements.txt"
+    )
+    pinned_here = re.findall(r"^\s*-\s*([A-Za-z0-9_.-]+)\s*[=<>]", text, re.M)
+    assert pinned_here == ["python"], f"environment.yml must not pin packages itself: {pinned_here}"
+
+
+def test_makefile_and_ci_use_the_same_pins_and_command():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pip install" in makefile and "-r requirements.txt" in makefile
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    assert "make test" in (ROOT / ".github" / "workflows" / "test.yml").read_text()
+
+
+def test_installed_versions_match_the_pins():
+    from importlib.metadata import PackageNotFoundError, version
+
+    wrong = {}
+    for name, pinned in pins().items():
+        try:
+            installed = version(name).split("+")[0]
+        except PackageNotFoundError:
+            continue  # e.g. platform-specific packages
+        if installed != pinned:
+            wrong[name] = (pinned, installed)
+    assert not wrong, f"installed versions differ from requirements.txt (pinned, installed): {wrong}"
+
+
+def test_import_attnlib_is_light():
+    code = "import sys, attnlib; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

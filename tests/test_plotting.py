@@ -1,0 +1,74 @@
+"""Plots and explorers build, label what they show, and respond to their controls."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from attnlib import widgets
+from attnlib.plotting import plot_attention, plot_bars
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_one_map_has_token_labels_and_a_colour_bar(tokens):
+    w = torch.softmax(torch.randn(6, 6), -1)
+    fig = plot_attention(w, tokens, xlabel="key", ylabel="query")
+    heat, bar = fig.axes
+    assert [t.get_text() for t in heat.get_xticklabels()] == tokens
+    assert [t.get_text() for t in heat.get_yticklabels()] == tokens
+    assert heat.get_xlabel() == "key" and heat.get_ylabel() == "query"
+    assert bar.get_ylabel() == "attention weight"
+
+
+def test_heads_and_grids_get_one_panel_each():
+    assert len(plot_attention(torch.rand(3, 4, 5)).axes) == 3 + 1
+    fig = plot_attention(torch.rand(2, 3, 4, 4), titles=[["a", "b", "c"], ["d", "e", "f"]])
+    assert [ax.get_title() for ax in fig.axes[:6]] == list("abcdef")
+
+
+def test_labels_must_match_the_weights(tokens):
+    with pytest.raises(ValueError, match="expected 6 x_labels"):
+        plot_attention(torch.rand(6, 6), tokens[:5])
+    with pytest.raises(ValueError, match=r"\(Tq, Tk\)"):
+        plot_attention(torch.rand(6))
+
+
+def test_bars_label_tokens(tokens):
+    ax = plot_bars(torch.rand(6), tokens, ylabel="weight")
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens and ax.get_ylabel() == "weight"
+
+
+def test_explorers_draw_and_redraw_when_a_control_changes(inputs, tokens, monkeypatch):
+    shown = []  # (figure number of axes, suptitle) for every plt.show() an explorer makes
+
+    def fake_show():
+        fig = plt.gcf()
+        shown.append((len(fig.axes), fig._suptitle.get_text() if fig._suptitle else ""))
+        plt.close(fig)
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    scores = inputs @ inputs.T
+    weights = torch.softmax(scores, -1)
+    explorers = [
+        (widgets.query_explorer(inputs, tokens), 0, 3, "context vector"),
+        (widgets.temperature_explorer(inputs, inputs, tokens), 0, 2.0, "scale = 2.000"),
+        (widgets.mask_explorer(scores, tokens), 1, 2, "padding=2"),
+        (widgets.dropout_explorer(weights, tokens), 0, 0.2, "p=0.20"),
+        (widgets.head_explorer(torch.rand(1, 2, 6, 6), tokens), 0, 1, "head 1 of 2"),
+    ]
+    for box, index, value, expected_title in explorers:
+        before = len(shown)
+        box.children[0].children[index].value = value
+        assert len(shown) == before + 1, "changing a control must redraw once"
+        n_axes, title = shown[-1]
+        assert n_axes >= 2 and expected_title in title
