@@ -1,0 +1,265 @@
+"""The Transformer's building blocks: positional encoding, feed-forward, LayerNorm, layers.
+
+Shapes: ``B`` batch, ``T`` tokens (``Ts`` source, ``Tt`` target), ``D`` model width
+(``dim``), ``H`` heads, ``F`` feed-forward width (``hidden_dim``).
+
+Signatures and parameter order follow the Transformer of reference document 004
+(``PositionalEncoding``, ``FeedForward``, ``LayerNorm``, ``EncoderLayer``, ``DecoderLayer``).
+Attention is attnlib's own :class:`~attnlib.multihead.MultiHeadAttention` (with biases, as
+in the reference and ``nn.MultiheadAttention``), so every layer keeps its heads' weights.
+Norm placement: post-LN ``norm(x + sublayer(x))`` as in the paper and document 004 (and
+``nn.Transformer``'s default), or pre-LN ``x + sublayer(norm(x))`` with ``norm_first=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ._checks import check_divisible, check_features, check_positive_int, check_probability, check_rank
+from .multihead import MultiHeadAttention
+
+
+def sinusoidal_encoding(max_len: int, dim: int) -> torch.Tensor:
+    """The fixed positional encoding of "Attention Is All You Need".
+
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/D))`` and ``PE[pos, 2i+1] = cos(pos / 10000^(2i/D))``:
+    each pair of columns is a point turning on a circle at its own frequency.
+
+    Args:
+        max_len: number of positions ``T``.
+        dim: encoding width ``D`` (even).
+
+    Returns:
+        ``(T, D)`` float tensor.
+    """
+    check_positive_int("max_len", max_len)
+    check_positive_int("dim", dim)
+    if dim % 2:
+        raise ValueError(f"expected an even dim (sine and cosine come in pairs), got dim={dim}")
+    position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)  # (T, 1)
+    # 1 / 10000^(2i/D), computed as exp(-2i ln(10000) / D) like the reference.
+    div_term = torch.exp(torch.arange(0, dim, 2).float() * (-math.log(10000.0) / dim))  # (D/2,)
+    angles = position * div_term  # (T, 1) * (D/2,) -> (T, D/2)
+    pe = torch.zeros(max_len, dim)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the sinusoidal encoding to a batch of embeddings (document 004).
+
+    The table is a registered buffer: saved in the ``state_dict``, moved by ``.to()``,
+    never trained.
+
+    Args:
+        dim: model width ``D``.
+        max_seq_len: longest sequence accepted.
+    """
+
+    def __init__(self, dim: int, max_seq_len: int = 5000) -> None:
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_encoding(max_seq_len, dim).unsqueeze(0))  # (1, T, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x ``(B, T, D)``. Returns: ``x + PE[:T]``, ``(B, T, D)``."""
+        check_rank("x", x, (3,), "(B, T, D)")
+        check_features("x", x, self.pe.shape[-1], "(B, T, D)")
+        if x.shape[1] > self.pe.shape[1]:
+            raise ValueError(f"x has {x.shape[1]} tokens, more than max_seq_len={self.pe.shape[1]}")
+        return x + self.pe[:, : x.shape[1]]  # (B, T, D) + (1, T, D)
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward block: ``w2(dropout(relu(w1(x))))``, the same MLP at every token.
+
+    Args:
+        dim: model width ``D``.
+        hidden_dim: inner width ``F`` (4 D in the paper).
+        dropout: dropout after the ReLU.
+    """
+
+    def __init__(self, dim: int, hidden_dim: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(check_positive_int("dim", dim), check_positive_int("hidden_dim", hidden_dim))
+        self.w2 = nn.Linear(hidden_dim, dim)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x ``(B, T, D)``. Returns: ``(B, T, D)``."""
+        return self.w2(self.dropout(torch.relu(self.w1(x))))  # (B, T, D) -> (B, T, F) -> (B, T, D)
+
+
+class LayerNorm(nn.Module):
+    """Layer normalisation from scratch: normalise each token's features, then scale and shift.
+
+    ``y = gamma * (x - mean) / sqrt(var + eps) + beta`` with the biased variance over the last
+    dimension; computes what ``nn.LayerNorm(dim, eps)`` computes (``gamma`` is its ``weight``,
+    ``beta`` its ``bias``).
+
+    Args:
+        dim: feature width ``D``.
+        eps: added to the variance (document 004 uses 1e-6, ``nn.LayerNorm`` 1e-5).
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(check_positive_int("dim", dim)))
+        self.beta = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x ``(..., D)``. Returns: ``(..., D)``."""
+        check_features("x", x, self.gamma.shape[0], "(..., D)")
+        mean = x.mean(-1, keepdim=True)  # (..., 1)
+        var = x.var(-1, keepdim=True, unbiased=False)  # (..., 1)
+        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+
+
+def add_norm(
+    x: torch.Tensor,
+    sublayer: Callable[[torch.Tensor], torch.Tensor],
+    norm: nn.Module,
+    dropout: nn.Module,
+    *,
+    norm_first: bool = False,
+) -> torch.Tensor:
+    """Residual connection and normalisation around one sublayer.
+
+    Post-LN (the paper): ``norm(x + dropout(sublayer(x)))``.
+    Pre-LN: ``x + dropout(sublayer(norm(x)))``; the residual path stays un-normalised, which
+    keeps gradients tame in deep stacks (the stack then needs a final norm).
+
+    Args:
+        x: ``(B, T, D)``.
+        sublayer: maps ``(B, T, D)`` to ``(B, T, D)`` (attention or feed-forward).
+        norm: the sublayer's :class:`LayerNorm`.
+        dropout: dropout on the sublayer's output.
+        norm_first: pre-LN instead of post-LN.
+
+    Returns:
+        ``(B, T, D)``.
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
+def _attention(dim: int, n_heads: int, dropout: float, max_seq_len: int, causal: bool) -> MultiHeadAttention:
+    return MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, causal=causal)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention over the whole source (padding masked), then feed-forward.
+
+    Args:
+        dim: model width ``D``.
+        n_heads: heads ``H`` (``dim`` must be a multiple).
+        hidden_dim: feed-forward width ``F``.
+        dropout: dropout on attention weights, in the feed-forward block and on each
+            sublayer's output.
+        max_seq_len: longest sequence accepted.
+        norm_first: pre-LN instead of the paper's post-LN.
+        eps: LayerNorm epsilon.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        hidden_dim: int,
+        dropout: float = 0.1,
+        *,
+        max_seq_len: int = 512,
+        norm_first: bool = False,
+        eps: float = 1e-6,
+    ) -> None:
+        super().__init__()
+        check_divisible(dim, n_heads, "dim", "n_heads")
+        self.norm_first = norm_first
+        self.attention = _attention(dim, n_heads, dropout, max_seq_len, causal=False)
+        self.attention_norm = LayerNorm(dim, eps)
+        self.feed_forward = FeedForward(dim, hidden_dim, dropout)
+        self.ffn_norm = LayerNorm(dim, eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Args: x ``(B, Ts, D)``; mask bool, True = may attend, e.g. ``(B, 1, 1, Ts)``.
+        Returns: ``(B, Ts, D)``."""
+        x = add_norm(
+            x,
+            lambda h: self.attention(h, mask=mask),
+            self.attention_norm,
+            self.dropout,
+            norm_first=self.norm_first,
+        )
+        return add_norm(x, self.feed_forward, self.ffn_norm, self.dropout, norm_first=self.norm_first)
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention to the encoder's output, then feed-forward.
+
+    The self-attention is always causal (its module applies the causal mask itself), so a
+    target token can never see a later one whatever ``tgt_mask`` says.
+
+    Args: as :class:`EncoderLayer`.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        hidden_dim: int,
+        dropout: float = 0.1,
+        *,
+        max_seq_len: int = 512,
+        norm_first: bool = False,
+        eps: float = 1e-6,
+    ) -> None:
+        super().__init__()
+        check_divisible(dim, n_heads, "dim", "n_heads")
+        self.norm_first = norm_first
+        self.self_attention = _attention(dim, n_heads, dropout, max_seq_len, causal=True)
+        self.self_attn_norm = LayerNorm(dim, eps)
+        self.cross_attention = _attention(dim, n_heads, dropout, max_seq_len, causal=False)
+        self.cross_attn_norm = LayerNorm(dim, eps)
+        self.feed_forward = FeedForward(dim, hidden_dim, dropout)
+        self.ffn_norm = LayerNorm(dim, eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        enc_output: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Args:
+            x: target states ``(B, Tt, D)``.
+            enc_output: the encoder's output ``(B, Ts, D)`` (keys and values of cross-attention).
+            src_mask: True = may attend, e.g. ``(B, 1, 1, Ts)`` (source padding).
+            tgt_mask: True = may attend, e.g. ``(B, 1, Tt, Tt)`` (target padding & causal).
+
+        Returns:
+            ``(B, Tt, D)``.
+        """
+        pre = self.norm_first
+        x = add_norm(
+            x,
+            lambda h: self.self_attention(h, mask=tgt_mask),
+            self.self_attn_norm,
+            self.dropout,
+            norm_first=pre,
+        )
+        x = add_norm(
+            x,
+            lambda h: self.cross_attention(h, enc_output, src_mask),
+            self.cross_attn_norm,
+            self.dropout,
+            norm_first=pre,
+        )
+        return add_norm(x, self.feed_forward, self.ffn_norm, self.dropout, norm_first=pre)
