@@ -19,12 +19,14 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 \
               --nbval-sanitize-with=nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help venv lab test lint unit nbval execute lock clean
+.PHONY: help venv lab test lint unit nbval execute student slides lock clean
 
 help:
 	@echo "make lab       set up .venv (first time only) and open JupyterLab"
 	@echo "make test      set up .venv (first time only), then ruff, pytest and nbval"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
+	@echo "make student   write the student edition (solutions stubbed) into student/"
+	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
 
@@ -39,7 +41,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=.
 
 lint: $(STAMP)
 	$(BIN)/ruff check attnlib tests
@@ -58,6 +60,18 @@ execute: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
 	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)
+
+# Solutions become stubs; a notebook the student already changed is never overwritten.
+student: $(STAMP)
+	$(BIN)/python -m attnlib.student notebooks student
+
+# One reveal.js deck per notebook (speaker notes: press S). The decks load reveal.js from a
+# CDN when opened; for an offline lecture hall pass REVEAL_PREFIX=path/to/a/local/reveal.js.
+SLIDES_DIR ?= build/slides
+REVEAL_PREFIX ?=
+slides: $(STAMP)
+	$(BIN)/jupyter nbconvert --to slides --output-dir $(SLIDES_DIR) \
+	  $(if $(REVEAL_PREFIX),--SlidesExporter.reveal_url_prefix=$(REVEAL_PREFIX)) notebooks/*.ipynb
 
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv

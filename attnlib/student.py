@@ -1,0 +1,167 @@
+"""Write the student edition of the notebooks: solutions become stubs, nothing a student
+edited is ever overwritten.
+
+Usage: ``python -m attnlib.student [SOURCE_DIR] [TARGET_DIR]`` (``make student`` runs
+``notebooks`` -> ``student``).
+
+A code cell tagged ``solution`` keeps its imports and the signatures and docstrings of its
+functions and classes; every function body becomes ``raise NotImplementedError``, every
+top-level assignment (a prediction) becomes ``name = ...``. The outputs of solution cells
+and of exercise-check cells are cleared; every other cell is copied unchanged.
+
+``TARGET_DIR/.edition.json`` records a hash of each file as written. A file whose content
+no longer matches (the student changed it) is left alone and reported; delete or rename it
+to get a fresh copy.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+SOLUTION_TAG = "solution"
+MANIFEST = ".edition.json"
+STUB = 'raise NotImplementedError("Exercise: replace this line with your code")'
+CHECK_CALL = re.compile(r"\bcheck\.\w+\(")
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _stub_function(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    body = node.body
+    has_doc = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
+    if body[0].lineno == node.lineno:
+        raise ValueError(f"solution function {node.name!r} must have its body on its own lines")
+    # keep the signature and the docstring; comments inside the body go with it
+    last = body[0].end_lineno if has_doc else _signature_end(lines, node)
+    header = lines[first - 1 : last]
+    indent = " " * body[0].col_offset
+    return [*header, f"{indent}{STUB}\n"]
+
+
+def _signature_end(lines: list[str], node: ast.AST) -> int:
+    """Last line (1-based) of a def's signature: the first line at or after ``def`` ending in ':'."""
+    for i in range(node.lineno - 1, len(lines)):
+        if lines[i].split("#")[0].rstrip().endswith(":"):
+            return i + 1
+    raise ValueError("could not find the end of a signature")
+
+
+def _stub_class(lines: list[str], node: ast.ClassDef) -> list[str]:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    out = lines[first - 1 : _signature_end(lines, node)]
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out += ["\n", *_stub_function(lines, item)]
+        else:  # docstring and class attributes stay
+            out += lines[item.lineno - 1 : item.end_lineno]
+    return out
+
+
+def stub_source(source: str) -> str:
+    """The student version of one solution cell's source."""
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    out: list[str] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += lines[node.lineno - 1 : node.end_lineno]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out += _stub_function(lines, node)
+        elif isinstance(node, ast.ClassDef):
+            out += _stub_class(lines, node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = " = ".join(ast.get_source_segment(source, t) for t in targets)
+            out.append(f"{names} = ...  # your prediction\n")
+        else:
+            raise ValueError(
+                f"a solution cell may hold imports, functions, classes and assignments, "
+                f"got {type(node).__name__} on line {node.lineno}"
+            )
+        out.append("\n")
+    return "".join(out).rstrip("\n")
+
+
+def student_notebook(nb: dict) -> dict:
+    """A copy of ``nb`` with solutions stubbed and the outputs that would give them away cleared."""
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        is_solution = SOLUTION_TAG in tags
+        if is_solution:
+            cell["source"] = stub_source(_source(cell))
+            cell["metadata"]["tags"] = [t for t in tags if t != SOLUTION_TAG] + ["exercise"]
+        if is_solution or CHECK_CALL.search(_source(cell)):
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return nb
+
+
+def _dumps(nb: dict) -> str:
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def build(source_dir: Path, target_dir: Path) -> dict[str, list[str]]:
+    """Write the student edition of every notebook in ``source_dir`` into ``target_dir``.
+
+    Returns:
+        ``{"written": [...], "unchanged": [...], "kept": [...]}`` file names; ``kept`` are
+        notebooks the student edited, left as they were.
+    """
+    target_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = target_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    report: dict[str, list[str]] = {"written": [], "unchanged": [], "kept": []}
+    for path in sorted(source_dir.glob("*.ipynb")):
+        text = _dumps(student_notebook(json.loads(path.read_text(encoding="utf-8"))))
+        target = target_dir / path.name
+        if target.exists():
+            current = _digest(target.read_text(encoding="utf-8"))
+            if current != manifest.get(path.name):
+                report["kept"].append(path.name)
+                continue
+            if current == _digest(text):
+                report["unchanged"].append(path.name)
+                continue
+        target.write_text(text, encoding="utf-8")
+        manifest[path.name] = _digest(text)
+        report["written"].append(path.name)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return report
+
+
+def main(argv: list[str]) -> int:
+    source = Path(argv[0]) if argv else Path("notebooks")
+    target = Path(argv[1]) if len(argv) > 1 else Path("student")
+    report = build(source, target)
+    for name in report["written"]:
+        print(f"wrote     {target / name}")
+    for name in report["unchanged"]:
+        print(f"up to date {target / name}")
+    for name in report["kept"]:
+        print(
+            f"kept      {target / name}: you have changed it, so it was not overwritten "
+            f"(rename or delete it to get a fresh copy)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
