@@ -116,8 +116,9 @@ class LayerNorm(nn.Module):
         """Args: x ``(..., D)``. Returns: ``(..., D)``."""
         check_features("x", x, self.gamma.shape[0], "(..., D)")
         mean = x.mean(-1, keepdim=True)  # (..., 1)
-        var = x.var(-1, keepdim=True, unbiased=False)  # (..., 1)
-        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+        centred = x - mean
+        var = (centred * centred).mean(-1, keepdim=True)  # biased variance (divide by D), (..., 1)
+        return self.gamma * centred / torch.sqrt(var + self.eps) + self.beta
 
 
 def add_norm(
