@@ -17,7 +17,7 @@ export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 \
-              --nbval-sanitize-with=nbval_sanitize.cfg -p no:cacheprovider
+              --nbval-sanitize-with=nbval_sanitize.cfg
 
 .PHONY: help venv lab test lint unit nbval execute student slides lock clean
 
@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check attnlib tests
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests -q
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NB)

@@ -120,6 +120,7 @@ def check_bool_mask(mask: object) -> torch.Tensor:
     if mask.dtype != torch.bool:
         raise TypeError(
             f"expected a boolean mask (True = may attend), got dtype {mask.dtype}; "
-            "for a 0/1 mask that marks masked-out positions use attnlib.from_masked_out(mask)"
+            "for a 0/1 mask that marks positions to keep use mask.bool(); for one that marks "
+            "masked-out positions (True/1 = hide) use attnlib.from_masked_out(mask)"
         )
     return mask

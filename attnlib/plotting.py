@@ -39,8 +39,9 @@ def plot_attention(
     vmin: float | None = 0.0,
     vmax: float | None = None,
     cmap: str = CMAP,
-    panel_size: float = 3.0,
+    panel_size: float = 4.0,
     suptitle: str | None = None,
+    colorbar_label: str = "attention weight",
 ):
     """Draw attention weights as heatmaps with token labels and one shared colour bar.
 
@@ -56,6 +57,7 @@ def plot_attention(
         cmap: a matplotlib colour map name.
         panel_size: inches per panel.
         suptitle: a title over the whole figure.
+        colorbar_label: the colour bar's label (e.g. "may attend" for a mask).
 
     Returns:
         The matplotlib ``Figure``.
@@ -104,7 +106,7 @@ def plot_attention(
                 ax.set_title(title)
             if annotate:
                 _annotate(ax, grid[i, j], vmin or 0.0, vmax)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar_label)
     if suptitle:
         fig.suptitle(suptitle)
     return fig

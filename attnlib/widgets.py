@@ -7,6 +7,7 @@ leaving it as the last expression of a cell.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,8 +92,8 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
             tokens,
             annotate=len(tokens) <= 8,
             vmax=1.0,
-            suptitle=f"scale = {scale:.3f}  (1/sqrt(d_k) = {d_k**-0.5:.3f});  "
-            f"mean entropy {entropy:.3f} nats (uniform: {torch.log(torch.tensor(float(len(tokens)))):.3f})",
+            suptitle=f"scale = {scale:.3f}   (1/sqrt(d_k) = {d_k**-0.5:.3f})\n"
+            f"mean entropy {entropy:.3f} nats (uniform: {math.log(len(tokens)):.3f})",
         )
 
     slider = widgets.FloatLogSlider(
