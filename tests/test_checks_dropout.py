@@ -1,0 +1,152 @@
+"""The checks of notebook 04's exercises accept a right answer and explain each typical wrong one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import attnlib
+from attnlib import check
+
+
+def right_dropout(weights, keep, p):
+    return weights.masked_fill(~keep, 0.0) / (1 - p)
+
+
+def right_attention(queries, keys, values, keep, p):
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5  # (..., T, T)
+    weights = attnlib.masked_softmax(scores, attnlib.causal_mask(scores.shape[-1]))
+    return weights * keep / (1 - p) @ values  # (..., T, T) @ (..., T, Dv) -> (..., T, Dv)
+
+
+def renormalised_attention(queries, keys, values, keep, p):
+    """Drops the right weights, then (wrongly) makes each row sum to 1 again."""
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+    weights = attnlib.masked_softmax(scores, attnlib.causal_mask(scores.shape[-1])) * keep
+    return weights / weights.sum(-1, keepdim=True) @ values
+
+
+def buggy_attention(queries, keys, values, keep, p):
+    """The function notebook 04 hands out: dropout on the scores, before softmax."""
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+    scores = scores * keep / (1 - p)
+    mask = attnlib.causal_mask(scores.shape[-1])
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ values
+
+
+def test_dropout_weights_accepts_a_right_answer():
+    verdict = check.dropout_weights(right_dropout)
+    assert verdict and verdict.status == "pass", verdict.message
+
+
+def test_reference_dropout_is_what_torch_dropout_computes():
+    # With torch's own keep-mask, the exercise's formula reproduces nn.Dropout exactly.
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(4, 6, 6), dim=-1)
+    dropout = torch.nn.Dropout(0.3)
+    torch.manual_seed(1)
+    keep = dropout(torch.ones_like(weights)) != 0
+    torch.manual_seed(1)
+    torch.testing.assert_close(right_dropout(weights, keep, 0.3), dropout(weights))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda w, keep, p: w * keep, "scaled up by 1/(1-p)"),
+        (lambda w, keep, p: w * keep / p, "not by p"),
+        (lambda w, keep, p: w * keep * (1 - p), "multiply by 1/(1-p), not by (1-p)"),
+        (lambda w, keep, p: w * ~keep / (1 - p), "marks the weights that survive"),
+    ],
+)
+def test_dropout_weights_explains_typical_mistakes(wrong, hint):
+    verdict = check.dropout_weights(wrong)
+    assert not verdict and verdict.status == "fail"
+    assert "hint:" in verdict.message and hint in verdict.message
+
+
+def test_dropout_weights_reports_wrong_shape_without_hint():
+    verdict = check.dropout_weights(lambda w, keep, p: (w * keep / (1 - p)).sum(-1))
+    assert not verdict and "expected shape" in verdict.message and "hint" not in verdict.message
+
+
+def test_row_sums_prediction():
+    assert check.dropout_row_sums(1.0, 1.0).status == "pass"
+    assert check.dropout_row_sums(1, 1).status == "pass"
+    assert check.dropout_row_sums(..., ...).status == "todo"
+    wrong = check.dropout_row_sums(1.0, 0.5)
+    assert not wrong and "survivors are doubled" in wrong.message
+    wrong = check.dropout_row_sums(1.0, 2.0)
+    assert not wrong and "only half of them survive" in wrong.message
+    wrong = check.dropout_row_sums(0.5, 1.0)
+    assert not wrong and "eval mode switches dropout off" in wrong.message
+    assert "train mode" not in wrong.message  # only the wrong part is reported
+
+
+def test_row_sums_match_a_real_module():
+    # The facts the prediction relies on, measured on attnlib.CausalAttention.
+    torch.manual_seed(0)
+    x = torch.rand(1, 6, 3)
+    module = attnlib.CausalAttention(3, 2, 6, dropout=0.5)
+    module.eval()
+    module(x)
+    torch.testing.assert_close(module.last_attn_weights.sum(-1), torch.ones(1, 6))
+    module.train()
+    module(x.expand(4000, 6, 3))  # 4000 independent dropout draws at once
+    mean = module.last_attn_weights.sum(-1).mean(0, keepdim=True)  # (1, 6)
+    assert torch.allclose(mean, torch.ones(1, 6), atol=0.05), mean
+
+
+def test_attention_with_dropout_accepts_a_right_answer():
+    verdict = check.attention_with_dropout(right_attention)
+    assert verdict and verdict.status == "pass", verdict.message
+
+
+def test_attention_with_dropout_explains_the_handed_out_bug():
+    verdict = check.attention_with_dropout(buggy_attention)
+    assert not verdict and "hint: dropout belongs on the weights AFTER softmax" in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (renormalised_attention, "must not be renormalised"),
+        (lambda q, k, v, keep, p: right_attention(q, k, v, keep, p) * (1 - p), "scaled up by 1/(1-p)"),
+        (
+            lambda q, k, v, keep, p: (
+                torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) * keep / (1 - p) @ v
+            ),
+            "causal mask is missing",
+        ),
+    ],
+)
+def test_attention_with_dropout_explains_typical_mistakes(wrong, hint):
+    verdict = check.attention_with_dropout(wrong)
+    assert not verdict and "hint:" in verdict.message and hint in verdict.message
+
+
+@pytest.mark.parametrize("fn", [check.dropout_weights, check.attention_with_dropout])
+def test_a_stub_is_not_yet(fn):
+    def stub(*args):
+        raise NotImplementedError
+
+    verdict = fn(stub)
+    assert not verdict and verdict.status == "todo" and "not yet" in verdict.message
+
+
+@pytest.mark.parametrize("fn", [check.dropout_weights, check.attention_with_dropout])
+def test_an_exception_is_reported_in_words(fn):
+    def broken(weights, *args):
+        return weights @ torch.ones(7, 7)  # a shape error in the student's code
+
+    verdict = fn(broken)
+    assert not verdict and verdict.status == "error"
+    assert "your code raised RuntimeError" in verdict.message and "Traceback" not in verdict.message
+    assert "weights @ torch.ones(7, 7)" in verdict.message  # points at the student's line
+
+
+def test_checks_leave_the_global_seed_alone():
+    state = torch.random.get_rng_state()
+    check.dropout_weights(right_dropout)
+    check.attention_with_dropout(right_attention)
+    assert torch.equal(state, torch.random.get_rng_state())
