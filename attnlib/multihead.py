@@ -25,6 +25,24 @@ from .masks import causal_mask, combine_masks
 from .self_attention import CausalAttention
 
 
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Give each head its own slice of the features: ``(B, T, D)`` -> ``(B, H, T, Dh)``.
+
+    Head ``h`` gets features ``h*Dh .. (h+1)*Dh - 1`` of every token.
+    """
+    check_rank("x", x, (3,), "(B, T, D)")
+    b, t, d = x.shape
+    head_dim = check_divisible(d, num_heads, "D")
+    return x.view(b, t, num_heads, head_dim).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
+
+
+def merge_heads(context: torch.Tensor) -> torch.Tensor:
+    """Put the heads side by side again: ``(B, H, T, Dh)`` -> ``(B, T, H * Dh)``."""
+    check_rank("context", context, (4,), "(B, H, T, Dh)")
+    b, h, t, dh = context.shape
+    return context.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, H, Dh) -> (B, T, D)
+
+
 class MultiHeadAttentionWrapper(nn.Module):
     """``num_heads`` independent :class:`CausalAttention` heads, outputs concatenated.
 
@@ -105,8 +123,7 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, T, D)`` -> ``(B, H, T, Dh)``."""
-        b, t, _ = x.shape
-        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
+        return split_heads(x, self.num_heads)
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None
@@ -130,8 +147,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"x and memory must share the batch size, got {tuple(x.shape)} and {tuple(memory.shape)}"
             )
-        b, tq, _ = x.shape
-        tk = memory.shape[1]
+        tq, tk = x.shape[1], memory.shape[1]
         check_length("x", tq, self.context_length)
         check_length("memory", tk, self.context_length)
         if self.causal:
@@ -146,8 +162,7 @@ class MultiHeadAttention(nn.Module):
             queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
         )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         self.last_attn_weights = weights.detach()
-        context = context.transpose(1, 2).reshape(b, tq, self.d_out)  # (B, H, Tq, Dh) -> (B, Tq, D)
-        return self.out_proj(context)
+        return self.out_proj(merge_heads(context))  # (B, H, Tq, Dh) -> (B, Tq, D)
 
 
 class Attention(nn.Module):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from .functional import attention_scores, masked_softmax
 from .masks import causal_mask, combine_masks
@@ -141,17 +142,18 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     weights = weights.detach()
 
     def draw(p: float, seed: int, training: bool) -> None:
-        gen = torch.Generator().manual_seed(seed)
-        keep = torch.rand(weights.shape, generator=gen) >= p
-        dropped = weights * keep / (1 - p) if training else weights
+        # torch's own dropout under the chosen seed: seed 123, p=0.5 shows document 002's draw
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            dropped = F.dropout(weights, p, training=training)
+        scale = 1 / (1 - p) if training else 1.0
         plot_attention(
             dropped,
             tokens,
             annotate=len(tokens) <= 8,
-            vmax=float(weights.max()) / (1 - 0.9),
-            suptitle=f"p={p:.2f}, {'train' if training else 'eval'}: kept weights scaled by "
-            f"1/(1-p) = {1 / (1 - p) if training else 1:.2f}; row sums "
-            + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
+            vmax=float(weights.max()) * scale,
+            suptitle=f"p={p:.2f}, {'train' if training else 'eval'}: kept weights x {scale:.2f}\n"
+            "row sums " + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
         )
 
     return explorer(

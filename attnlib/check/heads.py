@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from types import SimpleNamespace
 
 import torch
 
 from ..multihead import MultiHeadAttention
+from ..multihead import merge_heads as reference_merge_heads
+from ..multihead import split_heads as reference_split_heads
 from ._core import Case, Mistake, Verdict, check_answer, run_check
 
 __all__ = ["fuse_qkv", "merge_heads", "mha_parameters", "split_heads"]
@@ -24,12 +25,6 @@ __all__ = ["fuse_qkv", "merge_heads", "mha_parameters", "split_heads"]
 def _numbered(*shape: int) -> torch.Tensor:
     """A float tensor whose entries are their own flat index: 0., 1., 2., ..."""
     return torch.arange(torch.Size(shape).numel(), dtype=torch.float32).view(shape)
-
-
-def _reference_split(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    # attnlib's own method; it only reads num_heads and head_dim from the module.
-    layout = SimpleNamespace(num_heads=num_heads, head_dim=x.shape[-1] // num_heads)
-    return MultiHeadAttention.split_heads(layout, x)  # (B, T, D) -> (B, H, T, Dh)
 
 
 def split_heads(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
@@ -73,13 +68,7 @@ def split_heads(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verd
             lambda x, h: view_only(x, h).transpose(2, 3),
         ),
     ]
-    return run_check("Exercise 5.1 — split into heads", student_fn, _reference_split, cases, mistakes)
-
-
-def _reference_merge(context: torch.Tensor) -> torch.Tensor:
-    # The last step of MultiHeadAttention.forward, before out_proj.
-    b, h, t, dh = context.shape
-    return context.transpose(1, 2).reshape(b, t, h * dh)  # (B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D)
+    return run_check("Exercise 5.1 — split into heads", student_fn, reference_split_heads, cases, mistakes)
 
 
 def merge_heads(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
@@ -105,7 +94,7 @@ def merge_heads(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
             lambda c: c.permute(0, 2, 3, 1).reshape(c.shape[0], c.shape[2], c.shape[1] * c.shape[3]),
         ),
     ]
-    return run_check("Exercise 5.2 — merge the heads", student_fn, _reference_merge, cases, mistakes)
+    return run_check("Exercise 5.2 — merge the heads", student_fn, reference_merge_heads, cases, mistakes)
 
 
 def _reference_fuse(w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor) -> torch.Tensor:
