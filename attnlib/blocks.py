@@ -112,6 +112,9 @@ class LayerNorm(nn.Module):
         self.gamma = nn.Parameter(torch.ones(check_positive_int("dim", dim)))
         self.beta = nn.Parameter(torch.zeros(dim))
 
+    def extra_repr(self) -> str:
+        return f"{self.gamma.shape[0]}, eps={self.eps}"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(..., D)``. Returns: ``(..., D)``."""
         check_features("x", x, self.gamma.shape[0], "(..., D)")
