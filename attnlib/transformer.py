@@ -12,6 +12,8 @@ them all: ``model(src, tgt)`` teacher-forces ``tgt[:, :-1]`` and returns logits
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -19,6 +21,17 @@ from torch import nn
 from ._checks import check_divisible, check_length, check_positive_int, check_rank
 from .blocks import DecoderLayer, EncoderLayer, LayerNorm, PositionalEncoding
 from .masks import causal_mask, check_bool_mask, combine_masks, padding_mask
+
+
+@contextmanager
+def _evaluating(model: nn.Module) -> Iterator[None]:
+    """Eval mode (no dropout) inside the block, the previous mode restored after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 class Transformer(nn.Module):
@@ -228,7 +241,7 @@ class Transformer(nn.Module):
     def greedy_decode(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Pick the most likely token at each step until every sequence has emitted EOS.
 
-        Call ``model.eval()`` first, or dropout makes the choice random.
+        Runs in eval mode (no dropout) and restores the previous mode.
 
         Args:
             src: ``(B, Ts)`` source ids.
@@ -243,9 +256,16 @@ class Transformer(nn.Module):
         check_length("max_len", max_len, self.max_seq_len, "max_seq_len")
         self._check_tokens("src", src, self.src_vocab_size)
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        memory = self.encode(src, src_mask)  # (B, Ts, D)
-        ys = torch.full((src.shape[0], 1), self.sos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        with _evaluating(self):
+            memory = self.encode(src, src_mask)  # (B, Ts, D)
+            return self._greedy(memory, src_mask, max_len)
+
+    def _greedy(
+        self, memory: torch.Tensor, src_mask: torch.Tensor, max_len: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        b, device = memory.shape[0], memory.device
+        ys = torch.full((b, 1), self.sos_id, dtype=torch.long, device=device)  # (B, 1): SOS
+        done = torch.zeros(b, dtype=torch.bool, device=device)
         for _ in range(max_len):
             next_token = self._next_log_probs(ys, memory, src_mask).argmax(dim=-1)  # (B,)
             next_token = next_token.masked_fill(done, self.pad_id)
@@ -263,7 +283,7 @@ class Transformer(nn.Module):
 
         A finished beam (it emitted EOS) is carried on with PAD at no cost, so finished and
         unfinished hypotheses compete on the same score. With ``beam_size=1`` this is exactly
-        :meth:`greedy_decode`. Call ``model.eval()`` first.
+        :meth:`greedy_decode`. Runs in eval mode and restores the previous mode.
 
         Args:
             src: ``(B, Ts)`` source ids.
@@ -282,15 +302,21 @@ class Transformer(nn.Module):
             raise ValueError(f"expected beam_size <= tgt_vocab_size={self.tgt_vocab_size}, got {k}")
         self._check_tokens("src", src, self.src_vocab_size)
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        memory = self.encode(src, src_mask)  # (B, Ts, D)
-        b, v = src.shape[0], self.tgt_vocab_size
+        with _evaluating(self):
+            memory = self.encode(src, src_mask)  # (B, Ts, D)
+            return self._beam(memory, src_mask, max_len, k, length_penalty)
+
+    def _beam(
+        self, memory: torch.Tensor, src_mask: torch.Tensor, max_len: int, k: int, length_penalty: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        b, v, device = memory.shape[0], self.tgt_vocab_size, memory.device
         memory = memory.repeat_interleave(k, dim=0)  # (B*K, Ts, D)
         src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*K, 1, 1, Ts)
-        ys = torch.full((b * k, 1), self.sos_id, dtype=torch.long, device=src.device)
-        scores = torch.full((b, k), float("-inf"), device=src.device)
+        ys = torch.full((b * k, 1), self.sos_id, dtype=torch.long, device=device)
+        scores = torch.full((b, k), float("-inf"), device=device)
         scores[:, 0] = 0.0  # one live beam at the start, so the K beams do not all repeat it
-        done = torch.zeros(b, k, dtype=torch.bool, device=src.device)
-        pad_only = torch.full((v,), float("-inf"), device=src.device)
+        done = torch.zeros(b, k, dtype=torch.bool, device=device)
+        pad_only = torch.full((v,), float("-inf"), device=device)
         pad_only[self.pad_id] = 0.0
         for _ in range(max_len):
             log_probs = self._next_log_probs(ys, memory, src_mask).view(b, k, v)  # (B, K, V)
@@ -309,7 +335,7 @@ class Transformer(nn.Module):
             lengths = (hyps != self.pad_id).sum(-1).clamp_min(1).float()  # (B, K)
             ranked = scores / lengths**length_penalty
         best = ranked.argmax(dim=-1)  # (B,)
-        rows = torch.arange(b, device=src.device)
+        rows = torch.arange(b, device=device)
         return hyps[rows, best], scores[rows, best]
 
 

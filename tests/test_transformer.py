@@ -224,6 +224,10 @@ def test_greedy_output_format() -> None:
     for row in tokens.tolist():
         if EOS in row:
             assert all(t == PAD for t in row[row.index(EOS) + 1 :])
+    dropping = small(dropout=0.5).train()  # decoding switches dropout off, then restores the mode
+    first, _ = dropping.greedy_decode(src, max_len=10)
+    again, _ = dropping.beam_search(src, max_len=10, beam_size=1)
+    assert torch.equal(first, again) and dropping.training
 
 
 def test_overfits_a_small_batch() -> None:
