@@ -12,6 +12,7 @@ them all: ``model(src, tgt)`` teacher-forces ``tgt[:, :-1]`` and returns logits
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -345,14 +346,21 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
     Embeddings, positional encoding and the output head are not part of ``nn.Transformer``;
     feed it ``model``'s embedded inputs. ``nn.Transformer`` always ends each stack with a
     LayerNorm: copied when ``model`` has final norms, replaced by ``nn.Identity`` otherwise.
-    ``nn.MultiheadAttention`` fuses the three input projections into one ``in_proj``.
+    ``nn.MultiheadAttention`` fuses the three input projections into one ``in_proj``. Its
+    nested-tensor fast path is switched off, so its encoder output keeps the (unused) values
+    at padded positions, as ``model``'s does.
     """
     enc0 = model.encoder_layers[0]
-    ref = nn.Transformer(
-        model.dim, model.n_heads, model.n_layers, model.n_layers,
-        enc0.feed_forward.w1.out_features, enc0.dropout.p, batch_first=True,
-        norm_first=enc0.norm_first, layer_norm_eps=enc0.ffn_norm.eps,
-    )  # fmt: skip
+    with warnings.catch_warnings():  # torch warns that pre-LN rules out its nested-tensor path
+        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+        ref = nn.Transformer(
+            model.dim, model.n_heads, model.n_layers, model.n_layers,
+            enc0.feed_forward.w1.out_features, enc0.dropout.p, batch_first=True,
+            norm_first=enc0.norm_first, layer_norm_eps=enc0.ffn_norm.eps,
+        )  # fmt: skip
+    # Its eval-mode fast path packs padded batches into nested tensors and returns zeros at
+    # padded positions; switch that off so every position can be compared.
+    ref.encoder.use_nested_tensor = False
 
     def attention(theirs: nn.MultiheadAttention, ours: nn.Module) -> None:
         roles = (ours.W_query, ours.W_key, ours.W_value)
