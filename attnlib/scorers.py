@@ -1,0 +1,331 @@
+"""Attention for RNN seq2seq: one interface, several ways to score a source position.
+
+Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries
+(decoder steps scored at once; 1 inside :class:`~attnlib.seq2seq.DecoderWithAttention`).
+
+Every module here is called the way reference document 004 calls its attention modules::
+
+    weights = attention(hidden, encoder_outputs, mask, step=t)   # (L, B, H), (B, Ts, H) -> (B, Ts)
+
+The query is the decoder's top-layer state ``hidden[-1]``; the keys (and values) are the
+encoder outputs. ``mask`` ``(B, Ts)`` is True for real source tokens: padding never receives
+weight. Underneath, ``attend(query, keys, mask, step)`` scores many queries at once and every
+global scorer defines ``score(query, keys) -> scores (B, Tq, Ts)``:
+
+==============  ======================================  ===================================
+name            score(h_t, h_s)                         module
+==============  ======================================  ===================================
+``dot``         h_tᵀ h_s                                ``AttentionSimple(H, scaled=False)``
+``scaled_dot``  h_tᵀ h_s / sqrt(H)                      ``AttentionSimple(H)`` (document 004)
+``general``     h_tᵀ W_a h_s                            ``AttentionGeneral(H)`` (Luong)
+``concat``      vᵀ tanh(W [h_t; h_s] + b)               ``AttentionParams(H)`` (document 004,
+                                                        Bahdanau's additive attention)
+``local-m``     a scorer inside a window around t       ``LocalAttention(H, D, mode="m")``
+``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(H, D, mode="p")``
+==============  ======================================  ===================================
+
+Each keeps ``last_attn_weights`` (detached) from its latest call.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int, check_rank
+from .functional import attention_scores, masked_softmax
+
+
+class _Scorer(nn.Module):
+    """Shared ``forward``/``attend`` of the scorers; subclasses define ``project_keys`` and
+    ``score_projected``, and ``score`` is the two together."""
+
+    hidden_size: int
+    _key_cache: tuple | None = None
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """The part of the score that depends on the keys only: ``(B, Ts, H) -> (B, Ts, H)``."""
+        return keys
+
+    def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Scores of every query against every key.
+
+        Args:
+            query: ``(B, Tq, H)``. keys: ``(B, Ts, H)``.
+
+        Returns:
+            ``(B, Tq, Ts)`` scores (before softmax).
+        """
+        return self.score_projected(query, self.project_keys(keys))
+
+    def cached_score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """:meth:`score`, projecting the keys once for all the steps of a decoded batch.
+
+        The projection is reused while ``keys`` is the very same tensor and no parameter has
+        changed in place (an optimiser step bumps their version counters).
+        """
+        versions = tuple(p._version for p in self.parameters())
+        cache = self._key_cache
+        if cache is None or cache[0] is not keys or cache[1] != versions:
+            cache = self._key_cache = (keys, versions, self.project_keys(keys))
+        return self.score_projected(query, cache[2])
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int | torch.Tensor = 0,
+    ) -> torch.Tensor:
+        """Weights of ``Tq`` queries over the source.
+
+        Args:
+            query: ``(B, Tq, H)``. keys: ``(B, Ts, H)``.
+            mask: ``(B, Ts)`` bool, True = may attend.
+            step: index of the first query's decoder step (used by local-m only).
+
+        Returns:
+            ``(B, Tq, Ts)`` weights.
+        """
+        scores = self.cached_score(query, keys)  # (B, Tq, Ts)
+        return masked_softmax(scores, None if mask is None else mask[:, None, :])
+
+    def forward(
+        self,
+        hidden: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int = 0,
+    ) -> torch.Tensor:
+        """Attention weights of the decoder's top-layer state over the encoder outputs.
+
+        Args:
+            hidden: ``(L, B, H)`` decoder state (document 004 passes the LSTM's ``hidden``).
+            encoder_outputs: ``(B, Ts, H)``.
+            mask: ``(B, Ts)`` bool, True for real source tokens.
+            step: decoder step ``t`` (0 for the first output token).
+
+        Returns:
+            ``(B, Ts)`` weights: non-negative, zero on masked positions.
+        """
+        check_inputs(hidden, encoder_outputs, mask, self.hidden_size)
+        query = hidden[-1].unsqueeze(1)  # (B, H) -> (B, 1, H)
+        weights = self.attend(query, encoder_outputs, mask, step).squeeze(1)  # (B, Ts)
+        self.last_attn_weights = weights.detach()
+        return weights
+
+
+def check_inputs(
+    hidden: torch.Tensor, encoder_outputs: torch.Tensor, mask: torch.Tensor | None, size: int
+) -> None:
+    """Raise ``ValueError`` unless the shapes fit ``(L, B, H)``, ``(B, Ts, H)``, ``(B, Ts)``."""
+    check_rank("hidden", hidden, (3,), "(L, B, H)")
+    check_rank("encoder_outputs", encoder_outputs, (3,), "(B, Ts, H)")
+    if hidden.shape[-1] != size or encoder_outputs.shape[-1] != size:
+        raise ValueError(
+            f"expected hidden (L, B, H) and encoder_outputs (B, Ts, H) with H={size} (the "
+            f"attention's hidden_size), got {tuple(hidden.shape)} and {tuple(encoder_outputs.shape)}"
+        )
+    if hidden.shape[1] != encoder_outputs.shape[0]:
+        raise ValueError(
+            f"hidden {tuple(hidden.shape)} and encoder_outputs {tuple(encoder_outputs.shape)} "
+            "disagree on the batch size B"
+        )
+    if mask is not None and (mask.dtype != torch.bool or mask.shape != encoder_outputs.shape[:2]):
+        raise ValueError(
+            f"expected a bool mask of shape (B, Ts) = {tuple(encoder_outputs.shape[:2])}, "
+            f"got {mask.dtype} {tuple(mask.shape)}"
+        )
+
+
+class AttentionSimple(_Scorer):
+    """Parameter-free dot-product attention (document 004's ``AttentionSimple``).
+
+    Args:
+        hidden_size: ``H``; the scores are divided by ``sqrt(H)`` (a buffer, as in document 004).
+        scaled: False gives Luong's plain ``dot`` score (no division).
+    """
+
+    def __init__(self, hidden_size: int, *, scaled: bool = True) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.scaled = scaled
+        self.register_buffer("scale_factor", torch.sqrt(torch.FloatTensor([hidden_size])))
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
+        scores = attention_scores(query, projected, scale=1.0)  # (B, Tq, H) @ (B, H, Ts) -> (B, Tq, Ts)
+        return scores / self.scale_factor if self.scaled else scores
+
+
+class AttentionGeneral(_Scorer):
+    """Luong's *general* score ``h_tᵀ W_a h_s``: a learned bilinear form.
+
+    Args:
+        hidden_size: ``H``.
+    """
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.W_a = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return self.W_a(keys)  # (B, Ts, H) -> (B, Ts, H)
+
+    def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
+        return attention_scores(query, projected, scale=1.0)  # (B, Tq, H) @ (B, H, Ts) -> (B, Tq, Ts)
+
+
+class AttentionParams(_Scorer):
+    """Additive attention ``vᵀ tanh(W [h_t; h_s] + b)`` (document 004's ``AttentionParams``).
+
+    Bahdanau's score, which Luong calls *concat*. ``W`` is one ``Linear(2H, H)`` as in document
+    004 (``v`` starts uniform in [0, 1) as there); its key half is applied once per batch
+    rather than to every (query, key) concatenation, which gives the same scores faster.
+
+    Args:
+        hidden_size: ``H``.
+    """
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.attn = nn.Linear(hidden_size * 2, hidden_size)
+        self.v = nn.Parameter(torch.rand(hidden_size))
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        w_keys = self.attn.weight[:, self.hidden_size :]  # (H, 2H): columns that meet h_s
+        return keys @ w_keys.T + self.attn.bias  # (B, Ts, H) @ (H, H) -> (B, Ts, H)
+
+    def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
+        # W [h_t; h_s] + b = W_q h_t + (W_k h_s + b): the key half is projected once per batch.
+        w_query = self.attn.weight[:, : self.hidden_size]  # (H, 2H): columns that meet h_t
+        q = query @ w_query.T  # (B, Tq, H) @ (H, H) -> (B, Tq, H)
+        energy = torch.tanh(q[:, :, None, :] + projected[:, None, :, :])  # (B, Tq, Ts, H)
+        return energy @ self.v  # (B, Tq, Ts, H) @ (H,) -> (B, Tq, Ts)
+
+
+class LocalAttention(_Scorer):
+    """Luong's local attention: a global scorer restricted to a window of ``2D+1`` positions.
+
+    * ``mode="m"`` (local-m, monotonic): the window is centred on ``p_t = t``, the decoder step.
+    * ``mode="p"`` (local-p, predictive): ``p_t = S · sigmoid(vᵀ tanh(W_p h_t))`` with ``S`` the
+      real source length; the window is centred on ``round(p_t)`` and the weights inside it are
+      multiplied by ``exp(-(s - p_t)² / (2σ²))`` with ``σ = D/2``, so they sum to less than 1.
+      The Gaussian is what lets gradients reach ``W_p`` and ``v``.
+
+    Args:
+        hidden_size: ``H``.
+        half_window: ``D``; each step sees at most ``2D+1`` source positions.
+        mode: ``"m"`` or ``"p"``.
+        score: name of the global score used inside the window (``"general"`` as in Luong).
+    """
+
+    def __init__(self, hidden_size: int, half_window: int, mode: str = "p", score: str = "general") -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        if isinstance(half_window, bool) or not isinstance(half_window, int) or half_window < 0:
+            raise ValueError(f"expected half_window D to be an int >= 0, got {half_window!r}")
+        if mode not in ("m", "p"):
+            raise ValueError(f"expected mode 'm' (monotonic) or 'p' (predictive), got {mode!r}")
+        if score.startswith("local"):
+            raise ValueError(f"the score inside a local window must be global, got {score!r}")
+        self.half_window, self.mode = half_window, mode
+        self.sigma = half_window / 2
+        self.scorer = make_attention(score, hidden_size)
+        if mode == "p":
+            self.W_p = nn.Linear(hidden_size, hidden_size, bias=False)
+            self.v_p = nn.Linear(hidden_size, 1, bias=False)
+        self.last_attn_weights: torch.Tensor | None = None
+        self.last_positions: torch.Tensor | None = None
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int | torch.Tensor = 0,
+    ) -> torch.Tensor:
+        b, tq, ts = query.shape[0], query.shape[1], keys.shape[1]
+        window = 2 * self.half_window + 1
+        if window > ts:
+            raise ValueError(
+                f"local window 2D+1={window} (D={self.half_window}) is larger than the source "
+                f"length Ts={ts}; choose D <= {(ts - 1) // 2} or global attention"
+            )
+        lengths = torch.full((b,), ts) if mask is None else mask.sum(dim=1)  # (B,)
+        if self.mode == "m":
+            steps = step + torch.arange(tq, device=query.device)  # (Tq,)
+            p = steps.to(query.dtype).expand(b, tq)  # (B, Tq)
+        else:
+            gate = self.v_p(torch.tanh(self.W_p(query))).squeeze(-1)  # (B, Tq, H) -> (B, Tq)
+            p = lengths[:, None].to(query.dtype) * torch.sigmoid(gate)  # (B, Tq)
+        positions = torch.arange(ts, device=query.device, dtype=query.dtype)  # (Ts,)
+        distance = positions[None, None, :] - p[:, :, None]  # (B, Tq, Ts)
+        in_window = (positions[None, None, :] - p.round()[:, :, None]).abs() <= self.half_window
+        visible = in_window if mask is None else in_window & mask[:, None, :]  # (B, Tq, Ts)
+        weights = masked_softmax(self.scorer.cached_score(query, keys), visible)  # (B, Tq, Ts)
+        if self.mode == "p":
+            weights = weights * torch.exp(-(distance**2) / (2 * self.sigma**2))
+        self.last_positions = p.detach()
+        return weights
+
+
+class HardAttention(_Scorer):
+    """Hard attention: all weight on the arg-max position of a soft scorer.
+
+    The arg-max is piecewise constant, so no gradient reaches the scorer: training it needs
+    sampling and REINFORCE-style estimators instead of backpropagation. Use it to read a
+    trained soft model the hard way.
+
+    Args:
+        soft: any scorer of this module (its parameters are shared, not copied).
+    """
+
+    def __init__(self, soft: _Scorer) -> None:
+        super().__init__()
+        self.soft = soft
+        self.hidden_size = soft.hidden_size
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int | torch.Tensor = 0,
+    ) -> torch.Tensor:
+        soft = self.soft.attend(query, keys, mask, step)  # (B, Tq, Ts)
+        hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(dim=-1, keepdim=True), 1.0)
+        return hard * (soft.sum(dim=-1, keepdim=True) > 0)  # a fully masked row stays zero
+
+
+SCORERS = ("dot", "scaled_dot", "general", "concat", "local-m", "local-p")
+
+
+def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> _Scorer:
+    """Build an attention module by name: one of :data:`SCORERS` (``"additive"`` and
+    ``"bahdanau"`` are accepted for ``"concat"``).
+
+    Args:
+        name: the score.
+        hidden_size: ``H``.
+        half_window: ``D`` of the local variants.
+    """
+    if name == "dot":
+        return AttentionSimple(hidden_size, scaled=False)
+    if name == "scaled_dot":
+        return AttentionSimple(hidden_size)
+    if name == "general":
+        return AttentionGeneral(hidden_size)
+    if name in ("concat", "additive", "bahdanau"):
+        return AttentionParams(hidden_size)
+    if name in ("local-m", "local-p"):
+        return LocalAttention(hidden_size, half_window, mode=name[-1])
+    raise ValueError(f"unknown attention {name!r}; expected one of {', '.join(SCORERS)}")

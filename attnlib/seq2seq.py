@@ -1,0 +1,341 @@
+"""RNN encoder-decoder (seq2seq) with and without attention, after reference document 004.
+
+Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``H`` hidden size,
+``L`` LSTM layers, ``V`` target vocabulary.
+
+* :class:`Encoder`: a bidirectional LSTM; its outputs are projected back to ``H`` (``fc`` +
+  tanh) and serve as keys and values; the two directions' final states are summed to start
+  the decoder.
+* :class:`DecoderWithAttention`: one step per call; the attention module (any of
+  :mod:`attnlib.scorers`) weighs the encoder outputs using the previous state, and the
+  resulting context is concatenated with the embedded input token before the LSTM.
+* :class:`Decoder`: the baseline without attention; the encoder's final state is the one
+  fixed-size vector that carries the whole source.
+* :class:`Seq2Seq`: teacher-forced training pass and batched greedy decoding.
+
+Every seq2seq model in attnlib (these and the Transformer) follows one protocol:
+``model(src, tgt)`` with ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` returns logits
+``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``, and ``model.greedy_decode(src, max_len)`` returns
+``(tokens, weights)``. Parameters are created in document 004's order, so with the same seed
+these classes hold document 004's very tensors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ._checks import check_positive_int, check_rank
+from .data import EOS_ID, PAD_ID, SOS_ID
+
+
+def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int, layout: str) -> None:
+    """Raise unless ``ids`` is an integer tensor of rank 2 with values in ``[0, vocab_size)``."""
+    check_rank(name, ids, (2,), layout)
+    if ids.is_floating_point() or ids.dtype == torch.bool:
+        raise TypeError(f"expected integer token ids in {name}, got dtype {ids.dtype}")
+    if ids.numel() == 0:
+        raise ValueError(f"expected a non-empty {name} {layout}, got shape {tuple(ids.shape)}")
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"expected {name} ids in [0, {vocab_size}) (the vocabulary size), got values from {low} to {high}"
+        )
+
+
+@contextmanager
+def native_lstm() -> Iterator[None]:
+    """Run LSTMs on PyTorch's native CPU kernels instead of oneDNN's.
+
+    A decoder calls its LSTM once per step on a small batch, where oneDNN's per-call cost
+    makes the step about twice as slow. The flag is global, so it is restored on exit.
+    """
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = before
+
+
+class Encoder(nn.Module):
+    """Bidirectional LSTM encoder (document 004's ``Encoder``).
+
+    Args:
+        vocab_size: source vocabulary size.
+        hidden_size: ``H``: embedding width, LSTM width per direction, output width.
+        num_layers: ``L``.
+        pad_id: padding id; padded positions are skipped (packed), so each sequence's final
+            states are those after its last real token.
+    """
+
+    def __init__(self, vocab_size: int, hidden_size: int, num_layers: int, *, pad_id: int = PAD_ID) -> None:
+        super().__init__()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.pad_id = pad_id
+        self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=hidden_size)
+        self.rnn = nn.LSTM(
+            input_size=hidden_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+            bidirectional=True,
+        )
+        self.fc = nn.Linear(hidden_size * 2, hidden_size)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Encode a padded batch.
+
+        Args:
+            x: ``(B, Ts)`` source ids, padded on the right with ``pad_id``.
+
+        Returns:
+            ``outputs`` ``(B, Ts, H)``, and the final ``hidden`` and ``cell`` states, each
+            ``(2L, B, H)`` (layer-major, direction-minor, as ``nn.LSTM`` returns them).
+        """
+        check_token_ids("src", x, self.vocab_size, "(B, Ts)")
+        lengths = (x != self.pad_id).sum(dim=1)  # (B,)
+        if (lengths == 0).any():
+            empty = torch.nonzero(lengths == 0).flatten().tolist()
+            raise ValueError(f"source sequences {empty[:5]} are empty (only padding)")
+        embedded = self.embedding(x)  # (B, Ts) -> (B, Ts, H)
+        if bool((lengths == x.shape[1]).all()):
+            outputs, (hidden, cell) = self.rnn(embedded)  # (B, Ts, 2H)
+        else:
+            packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            outputs, (hidden, cell) = self.rnn(packed)
+            outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=x.shape[1])
+        outputs = torch.tanh(self.fc(outputs))  # (B, Ts, 2H) -> (B, Ts, H)
+        return outputs, hidden, cell
+
+
+class DecoderWithAttention(nn.Module):
+    """One decoding step with attention (document 004's ``DecoderWithAttention``).
+
+    Score, weights, context: the attention module turns the previous state into weights over
+    the source; their weighted sum of encoder outputs is the context, which joins the embedded
+    input token as the LSTM's input.
+
+    Args:
+        vocab_size: target vocabulary size ``V``.
+        hidden_size: ``H``.
+        num_layers: ``L``.
+        attention_module: any module of :mod:`attnlib.scorers` built for ``H``.
+    """
+
+    def __init__(
+        self, vocab_size: int, hidden_size: int, num_layers: int, attention_module: nn.Module
+    ) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        size = getattr(attention_module, "hidden_size", None)
+        if size != hidden_size:
+            raise ValueError(
+                f"attention_module was built for hidden_size={size}, the decoder has "
+                f"hidden_size={hidden_size}; build both with the same H"
+            )
+        self.attention = attention_module
+        self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=hidden_size)
+        self.rnn = nn.LSTM(
+            input_size=hidden_size * 2,  # embedded token + context
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+        )
+        self.fc = nn.Linear(hidden_size, vocab_size)
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        cell: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Args: x ``(B,)`` input ids; hidden, cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``;
+        mask ``(B, Ts)`` True for real source tokens; step the output position ``t``.
+
+        Returns: ``predictions`` ``(B, V)`` (logits) and the new ``hidden``, ``cell``."""
+        embedded = self.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, H)
+        weights = self.attention(hidden, encoder_outputs, mask, step=step)  # (B, Ts)
+        context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, H) -> (B, 1, H)
+        rnn_input = torch.cat((embedded, context), dim=2)  # (B, 1, 2H)
+        outputs, (hidden, cell) = self.rnn(rnn_input, (hidden, cell))  # (B, 1, H)
+        self.last_attn_weights = weights.detach()
+        return self.fc(outputs.squeeze(1)), hidden, cell  # (B, H) -> (B, V)
+
+
+class Decoder(nn.Module):
+    """The baseline decoder without attention: the source reaches it only through the
+    initial state, one fixed-size vector whatever the input length.
+
+    Args:
+        vocab_size: target vocabulary size ``V``.
+        hidden_size: ``H``.
+        num_layers: ``L``.
+    """
+
+    def __init__(self, vocab_size: int, hidden_size: int, num_layers: int) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        self.attention = None
+        self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=hidden_size)
+        self.rnn = nn.LSTM(hidden_size, hidden_size, num_layers=num_layers, batch_first=True)
+        self.fc = nn.Linear(hidden_size, vocab_size)
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        cell: torch.Tensor,
+        encoder_outputs: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        step: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Same call as :meth:`DecoderWithAttention.forward`; ``encoder_outputs``, ``mask`` and
+        ``step`` are ignored. ``x`` may also be ``(B, T)``: then all ``T`` teacher-forced steps
+        run in one LSTM call and the predictions are ``(B, T, V)``."""
+        steps = x if x.ndim == 2 else x.unsqueeze(1)  # (B, T)
+        outputs, (hidden, cell) = self.rnn(self.embedding(steps), (hidden, cell))  # (B, T, H)
+        logits = self.fc(outputs)  # (B, T, H) -> (B, T, V)
+        return (logits if x.ndim == 2 else logits.squeeze(1)), hidden, cell
+
+
+class Seq2Seq(nn.Module):
+    """Encoder and decoder together (document 004's ``Seq2Seq``).
+
+    Args:
+        encoder: an :class:`Encoder`.
+        decoder: a :class:`DecoderWithAttention` or a :class:`Decoder`.
+        device: where new tensors are made (as in document 004).
+        teacher_forcing_ratio: chance that a training step feeds the true previous token
+            rather than the model's own guess; used when ``forward`` gets no ratio.
+        sos_id, eos_id, pad_id: special token ids of the target vocabulary.
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        decoder: nn.Module,
+        device: torch.device | str,
+        *,
+        teacher_forcing_ratio: float = 0.5,
+        sos_id: int = SOS_ID,
+        eos_id: int = EOS_ID,
+        pad_id: int = PAD_ID,
+    ) -> None:
+        super().__init__()
+        for what in ("hidden_size", "num_layers"):
+            if getattr(encoder, what) != getattr(decoder, what):
+                raise ValueError(
+                    f"encoder and decoder must agree on {what}, got {getattr(encoder, what)} "
+                    f"and {getattr(decoder, what)}"
+                )
+        if not 0.0 <= teacher_forcing_ratio <= 1.0:
+            raise ValueError(f"expected teacher_forcing_ratio in [0, 1], got {teacher_forcing_ratio}")
+        self.encoder = encoder
+        self.decoder = decoder
+        self.device = device
+        self.teacher_forcing_ratio = teacher_forcing_ratio
+        self.sos_id, self.eos_id, self.pad_id = sos_id, eos_id, pad_id
+        self.last_attn_weights: torch.Tensor | None = None
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run the encoder; returns ``encoder_outputs`` ``(B, Ts, H)``, the decoder's initial
+        ``hidden`` and ``cell`` ``(L, B, H)`` (both directions summed) and the source ``mask``
+        ``(B, Ts)``, True for real tokens (None when the batch has no padding at all)."""
+        encoder_outputs, hidden, cell = self.encoder(src)
+        b, layers = src.shape[0], self.encoder.num_layers
+        hidden = hidden.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, H) -> (L, B, H)
+        cell = cell.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, H) -> (L, B, H)
+        mask = src != self.pad_id  # (B, Ts)
+        return encoder_outputs, hidden, cell, (None if bool(mask.all()) else mask)
+
+    def forward(
+        self, src: torch.Tensor, trg: torch.Tensor, teacher_forcing_ratio: float | None = None
+    ) -> torch.Tensor:
+        """Predict every target token after the first.
+
+        Returns ``Tt-1`` steps, not document 004's ``Tt`` with an all-zero first row: the SOS
+        at ``trg[:, 0]`` is given, never predicted, so ``logits[:, t]`` lines up with
+        ``trg[:, t + 1]`` and a loss needs no slicing (a zero row would add a fake ``log V``).
+
+        Args:
+            src: ``(B, Ts)`` source ids. trg: ``(B, Tt)`` target ids ``SOS ... EOS PAD...``.
+            teacher_forcing_ratio: defaults to the model's ratio in training mode and to 1
+                (always the true previous token) in eval mode.
+
+        Returns:
+            ``(B, Tt-1, V)`` logits. The weights of every step are kept in
+            ``last_attn_weights`` ``(B, Tt-1, Ts)`` (None without attention).
+        """
+        if teacher_forcing_ratio is None:
+            teacher_forcing_ratio = self.teacher_forcing_ratio if self.training else 1.0
+        check_rank("trg", trg, (2,), "(B, Tt)")
+        if trg.shape[0] != src.shape[0] or trg.shape[1] < 2:
+            raise ValueError(
+                f"expected trg (B, Tt) with the batch size of src {tuple(src.shape)} and Tt >= 2 "
+                f"(SOS ... EOS), got {tuple(trg.shape)}"
+            )
+        encoder_outputs, hidden, cell, mask = self.encode(src)
+        if self.decoder.attention is None and teacher_forcing_ratio >= 1.0:
+            self.last_attn_weights = None  # fast path: every input is known, one LSTM call
+            return self.decoder(trg[:, :-1], hidden, cell)[0]  # (B, Tt-1, V)
+        input, logits, weights = trg[:, 0], [], []
+        with native_lstm():
+            for t in range(trg.shape[1] - 1):
+                output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
+                logits.append(output)
+                weights.append(self.decoder.last_attn_weights)
+                teacher_force = teacher_forcing_ratio >= 1.0 or (
+                    teacher_forcing_ratio > 0.0 and random.random() < teacher_forcing_ratio
+                )
+                input = trg[:, t + 1] if teacher_force else output.argmax(1)
+        self.last_attn_weights = None if weights[0] is None else torch.stack(weights, dim=1)
+        return torch.stack(logits, dim=1)  # (B, Tt-1, V)
+
+    @torch.no_grad()
+    def greedy_decode(self, src: torch.Tensor, max_len: int = 50) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Decode a batch greedily (arg-max token each step) until every sequence emits EOS.
+
+        Args:
+            src: ``(B, Ts)`` source ids.
+            max_len: most tokens generated per sequence (EOS included).
+
+        Returns:
+            ``tokens`` ``(B, T)`` with ``T <= max_len``: the tokens after SOS, each row ending
+            at its EOS and padded after it; ``weights`` ``(B, T, Ts)``, the attention weights
+            of each generated token (zero after EOS), or None for a decoder without attention.
+        """
+        check_positive_int("max_len", max_len)
+        was_training = self.training
+        self.eval()
+        encoder_outputs, hidden, cell, mask = self.encode(src)
+        b = src.shape[0]
+        input = torch.full((b,), self.sos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
+        tokens, weights = [], []
+        with native_lstm():
+            for t in range(max_len):
+                output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
+                input = output.argmax(1).masked_fill(done, self.pad_id)  # (B,)
+                tokens.append(input)
+                if self.decoder.last_attn_weights is not None:
+                    weights.append(self.decoder.last_attn_weights.masked_fill(done[:, None], 0.0))
+                done = done | (input == self.eos_id)
+                if bool(done.all()):
+                    break
+        self.train(was_training)
+        return torch.stack(tokens, dim=1), (torch.stack(weights, dim=1) if weights else None)

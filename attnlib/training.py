@@ -1,0 +1,263 @@
+"""Train and evaluate any attnlib seq2seq model on a :class:`~attnlib.data.PairDataset`.
+
+Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``T`` generated
+length, ``V`` target vocabulary.
+
+The functions here only rely on the seq2seq protocol that the RNN models and the Transformer
+share:
+
+* ``model(src, tgt)`` with ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` returns logits
+  ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``;
+* ``model.greedy_decode(src, max_len)`` returns ``(tokens, weights)`` with ``tokens``
+  ``(B, T <= max_len)``, the tokens after SOS, each row ending at EOS and PAD after it.
+
+Training is deterministic for a seed (one thread, see :func:`attnlib.reproducible`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_positive_int
+from .data import PairDataset
+
+
+@dataclass
+class History:
+    """What :func:`train` did.
+
+    Attributes:
+        loss: mean training loss of each epoch.
+        valid: validation metrics after each epoch (empty without validation data).
+        steps: optimiser steps taken.
+        seconds: wall-clock training time.
+        stopped_early: True if ``max_seconds`` ran out before the last epoch ended.
+    """
+
+    loss: list[float] = field(default_factory=list)
+    valid: list[dict[str, float]] = field(default_factory=list)
+    steps: int = 0
+    seconds: float = 0.0
+    stopped_early: bool = False
+
+
+def sequence_loss(logits: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` ``(B, Tt-1, V)`` against ``tgt[:, 1:]``, PAD ignored."""
+    gold = tgt[:, 1:]  # (B, Tt-1)
+    if logits.shape[:2] != gold.shape:
+        raise ValueError(
+            f"expected logits (B, Tt-1, V) = {(*gold.shape, 'V')} for tgt {tuple(tgt.shape)}, "
+            f"got {tuple(logits.shape)}"
+        )
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), gold.reshape(-1), ignore_index=pad_id)
+
+
+def train(
+    model: nn.Module,
+    data: PairDataset,
+    *,
+    epochs: int = 10,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    clip: float = 1.0,
+    cosine: bool = True,
+    valid: PairDataset | None = None,
+    curriculum: list[int] | None = None,
+    max_seconds: float | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    log: bool = True,
+) -> History:
+    """Train ``model`` with Adam, gradient clipping and (by default) a cosine learning rate.
+
+    Args:
+        model: a seq2seq model following the protocol of this module.
+        data: training pairs; batches group similar lengths and come in a seeded order.
+        epochs: passes over ``data``.
+        batch_size: examples per step.
+        lr: peak learning rate of Adam.
+        clip: largest gradient norm (``clip_grad_norm_``); ``0`` turns clipping off.
+        cosine: decay the learning rate to 0 along a cosine over all steps.
+        valid: if given, exact match and token accuracy on it are logged after each epoch.
+        curriculum: the longest source length used in each epoch, e.g. ``[20, 30, 40, 50]``
+            (short examples first); one entry per epoch. None uses every example every epoch.
+        max_seconds: time budget; training stops after the step that exceeds it (the result
+            then depends on the machine's speed: leave it None for reproducible runs).
+        seed: seeds torch and Python's ``random`` (teacher forcing) before training.
+        progress: show a progress bar (tqdm, written to stderr).
+        log: print one line per epoch.
+
+    Returns:
+        A :class:`History`.
+    """
+    from tqdm.std import tqdm
+
+    check_positive_int("epochs", epochs)
+    check_positive_int("batch_size", batch_size)
+    if curriculum is not None and len(curriculum) != epochs:
+        raise ValueError(f"expected one curriculum length per epoch ({epochs}), got {len(curriculum)}")
+    stages = [data] * epochs
+    if curriculum is not None:
+        stages = [data.subset(torch.nonzero(data.src_lengths <= n).flatten()) for n in curriculum]
+    torch.manual_seed(seed)
+    random.seed(seed)
+    pad_id = data.tgt_vocab.pad_id
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    total = sum(math.ceil(len(stage) / batch_size) for stage in stages)
+    scheduler = (
+        torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 0.5 * (1 + math.cos(math.pi * s / total)))
+        if cosine
+        else None
+    )
+    history = History()
+    start = time.perf_counter()
+    bar = tqdm(total=total, disable=not progress, file=sys.stderr, mininterval=1.0, leave=False)
+    for epoch, stage in enumerate(stages):
+        model.train()
+        losses = []
+        for src, tgt in stage.batches(batch_size, shuffle=True, seed=seed + epoch, by_length=True):
+            loss = sequence_loss(model(src, tgt), tgt, pad_id)
+            optimizer.zero_grad()
+            loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            losses.append(loss.item())
+            history.steps += 1
+            bar.update()
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                history.stopped_early = True
+                break
+        history.loss.append(sum(losses) / len(losses))
+        line = f"epoch {epoch + 1:2d}/{epochs}  loss {history.loss[-1]:.4f}"
+        if valid is not None:
+            history.valid.append(evaluate(model, valid))
+            line += "  valid exact {exact_match:.4f}  token {token_accuracy:.4f}".format(**history.valid[-1])
+        if log:
+            bar.write(line, file=sys.stdout)
+        if history.stopped_early:
+            if log:
+                bar.write(f"time budget of {max_seconds} s used up: stopped early", file=sys.stdout)
+            break
+    bar.close()
+    history.seconds = time.perf_counter() - start
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def score_batch(
+    tokens: torch.Tensor, tgt: torch.Tensor, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Compare generated tokens with the targets, position by position.
+
+    Args:
+        tokens: ``(B, T)`` generated tokens after SOS (as ``greedy_decode`` returns them).
+        tgt: ``(B, Tt)`` targets ``SOS ... EOS PAD...``.
+        pad_id: padding id.
+
+    Returns:
+        ``exact`` ``(B,)`` bool (every target token right, EOS included), ``correct`` and
+        ``total`` ``(B,)``: right tokens and target tokens (EOS included) per example.
+    """
+    gold = tgt[:, 1:]  # (B, Tt-1)
+    t = gold.shape[1]
+    pred = torch.full_like(gold, pad_id)
+    pred[:, : min(t, tokens.shape[1])] = tokens[:, :t]
+    real = gold != pad_id  # (B, Tt-1)
+    correct = ((pred == gold) & real).sum(dim=1)
+    total = real.sum(dim=1)
+    return correct == total, correct, total
+
+
+@torch.no_grad()
+def predict_scores(
+    model: nn.Module, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`score_batch` for every example of ``data`` (greedy decoding, eval mode).
+
+    Args:
+        max_len: tokens to generate; defaults to the longest target (EOS included) + 5.
+
+    Returns:
+        ``exact``, ``correct``, ``total``, each ``(N,)``, in the order of ``data``.
+    """
+    check_positive_int("batch_size", batch_size)
+    max_len = data.tgt.shape[1] - 1 + 5 if max_len is None else max_len
+    was_training = model.training
+    model.eval()
+    n = len(data)
+    exact = torch.zeros(n, dtype=torch.bool)
+    correct = torch.zeros(n, dtype=torch.long)
+    total = torch.zeros(n, dtype=torch.long)
+    order = torch.sort(data.src_lengths, stable=True).indices  # similar lengths batch together
+    for index in torch.split(order, batch_size):
+        src, tgt = data.batch(index)
+        tokens, _ = model.greedy_decode(src, max_len)
+        exact[index], correct[index], total[index] = score_batch(tokens, tgt, data.tgt_vocab.pad_id)
+    model.train(was_training)
+    return exact, correct, total
+
+
+def evaluate(
+    model: nn.Module, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
+) -> dict[str, float]:
+    """Exact-match and per-token accuracy of greedy decoding on ``data``.
+
+    Returns:
+        ``{"exact_match": ..., "token_accuracy": ...}``, fractions in [0, 1]. A token counts
+        as right when it equals the target token at the same position (EOS included).
+    """
+    exact, correct, total = predict_scores(model, data, batch_size=batch_size, max_len=max_len)
+    return {
+        "exact_match": exact.float().mean().item(),
+        "token_accuracy": (correct.sum() / total.sum()).item(),
+    }
+
+
+def accuracy_by_length(
+    model: nn.Module, data: PairDataset, *, bin_width: int = 5, batch_size: int = 250
+) -> dict[str, list]:
+    """Accuracy of greedy decoding grouped by source length.
+
+    Args:
+        bin_width: lengths ``[a, a + bin_width)`` form one group, counting from the shortest
+            source; a last group shorter than half a width joins the one before.
+
+    Returns:
+        Lists, one entry per non-empty group, shortest first: ``"length"`` (the shortest
+        length in the group), ``"label"`` (e.g. ``"5-9"``), ``"n"`` (examples), ``"exact_match"``
+        and ``"token_accuracy"``.
+    """
+    check_positive_int("bin_width", bin_width)
+    exact, correct, total = predict_scores(model, data, batch_size=batch_size)
+    first, longest = int(data.src_lengths.min()), int(data.src_lengths.max())
+    group = (data.src_lengths - first) // bin_width  # (N,)
+    last = (longest - first) // bin_width
+    if last > 0 and longest - (first + last * bin_width) + 1 < bin_width / 2:
+        group = group.clamp(max=last - 1)  # a short last group joins the one before
+    out: dict[str, list] = {"length": [], "label": [], "n": [], "exact_match": [], "token_accuracy": []}
+    for g in sorted(set(group.tolist())):
+        sel = group == g
+        lo, hi = int(data.src_lengths[sel].min()), int(data.src_lengths[sel].max())
+        out["length"].append(lo)
+        out["label"].append(f"{lo}-{hi}" if hi > lo else str(lo))
+        out["n"].append(int(sel.sum()))
+        out["exact_match"].append(exact[sel].float().mean().item())
+        out["token_accuracy"].append((correct[sel].sum() / total[sel].sum()).item())
+    return out
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
