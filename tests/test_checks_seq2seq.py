@@ -1,0 +1,424 @@
+"""The checks of notebooks 06-08 accept right answers and explain each typical wrong one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlib import check
+from attnlib.check import seq2seq as s2s_checks
+from attnlib.data import pad_sequences
+from attnlib.scorers import AttentionParams, LocalAttention
+from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq
+from attnlib.training import sequence_loss
+
+# ----------------------------------------------------------------------------- right answers
+
+
+def right_pad(seqs, pad_id):
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)  # (N, T)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s)
+    return out
+
+
+def right_pad_torch(seqs, pad_id):
+    return torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(s) for s in seqs], batch_first=True, padding_value=pad_id
+    )
+
+
+def right_shift(tgt):
+    return tgt[:, :-1], tgt[:, 1:]
+
+
+def right_additive(query, keys, weight, bias, v):
+    repeated = query[:, None, :].expand(-1, keys.shape[1], -1)  # (B, Ts, H)
+    return torch.tanh(torch.cat((repeated, keys), dim=2) @ weight.T + bias) @ v  # (B, Ts)
+
+
+def right_additive_linear(query, keys, weight, bias, v):
+    h = keys.shape[-1]
+    return torch.tanh(query[:, None, :] @ weight[:, :h].T + keys @ weight[:, h:].T + bias) @ v
+
+
+def right_context(scores, encoder_outputs, mask):
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, Ts)
+    return (weights[..., None] * encoder_outputs).sum(dim=1)  # (B, H)
+
+
+def right_step(decoder, x, hidden, cell, encoder_outputs, mask):
+    embedded = decoder.embedding(x.unsqueeze(1))  # (B, 1, H)
+    weights = decoder.attention(hidden, encoder_outputs, mask)  # (B, Ts)
+    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, H)
+    outputs, (hidden, cell) = decoder.rnn(torch.cat((embedded, context), dim=2), (hidden, cell))
+    return decoder.fc(outputs.squeeze(1)), hidden, cell
+
+
+def buggy_step(decoder, x, hidden, cell, encoder_outputs, mask):
+    """Exercise 7.3's planted bug: the mask is never passed to the attention."""
+    embedded = decoder.embedding(x.unsqueeze(1))
+    weights = decoder.attention(hidden, encoder_outputs)
+    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)
+    outputs, (hidden, cell) = decoder.rnn(torch.cat((embedded, context), dim=2), (hidden, cell))
+    return decoder.fc(outputs.squeeze(1)), hidden, cell
+
+
+def right_general(query, keys, w_a):
+    return query @ w_a @ keys.transpose(1, 2)  # (B, Tq, H) @ (H, H) @ (B, H, Ts) -> (B, Tq, Ts)
+
+
+def right_position(query, w_p, v_p, mask):
+    gate = torch.tanh(query @ w_p.T) @ v_p  # (B, Tq)
+    return mask.sum(dim=1, keepdim=True) * torch.sigmoid(gate)
+
+
+def right_local(scores, p, mask, half_window):
+    positions = torch.arange(scores.shape[-1])  # (Ts,)
+    centre = p.round()[..., None]  # (B, Tq, 1)
+    visible = ((positions - centre).abs() <= half_window) & mask[:, None, :]  # (B, Tq, Ts)
+    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+    sigma = half_window / 2
+    return weights * torch.exp(-((positions - p[..., None]) ** 2) / (2 * sigma**2))
+
+
+@pytest.mark.parametrize(
+    ("check_fn", "answer"),
+    [
+        (check.pad_batch, right_pad),
+        (check.pad_batch, right_pad_torch),
+        (check.pad_batch, pad_sequences),
+        (check.teacher_forcing_shift, right_shift),
+        (check.additive_scores, right_additive),
+        (check.additive_scores, right_additive_linear),
+        (check.attention_context, right_context),
+        (check.decoder_step, right_step),
+        (check.decoder_step, lambda d, x, h, c, enc, m: d(x, h, c, enc, m)),
+        (check.general_scores, right_general),
+        (check.local_p_position, right_position),
+        (check.local_p_weights, right_local),
+    ],
+)
+def test_right_answers_pass(check_fn, answer):
+    verdict = check_fn(answer)
+    assert verdict and verdict.status == "pass", verdict.message
+
+
+# ----------------------------------------------------------------------------- the references
+
+
+def test_teacher_forcing_shift_is_what_the_models_and_the_loss_use():
+    torch.manual_seed(0)
+    src = pad_sequences([[4, 5, 6, 7], [8, 9]])
+    tgt = pad_sequences([[1, 4, 5, 6, 7, 2], [1, 8, 9, 2]])
+    decoder_input, gold = s2s_checks._shift(tgt)
+    model = Seq2Seq(Encoder(14, 8, 1), Decoder(14, 8, 1), "cpu").eval()
+    _, hidden, cell, _ = model.encode(src)
+    logits = model(src, tgt)  # (B, Tt-1, V)
+    torch.testing.assert_close(logits, model.decoder(decoder_input, hidden, cell)[0])
+    expected_loss = F.cross_entropy(logits.reshape(-1, 14), gold.reshape(-1), ignore_index=0)
+    torch.testing.assert_close(sequence_loss(logits, tgt, 0), expected_loss)
+
+
+def test_context_reference_is_what_the_decoder_computes():
+    torch.manual_seed(0)
+    decoder = DecoderWithAttention(9, 4, 1, AttentionParams(4))
+    hidden, cell = torch.randn(1, 2, 4), torch.randn(1, 2, 4)
+    outputs, x = torch.randn(2, 5, 4), torch.tensor([3, 4])
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    scores = decoder.attention.score(hidden[-1][:, None, :], outputs)[:, 0]  # (B, Ts)
+    context = s2s_checks._reference_context(scores, outputs, mask)  # (B, H)
+    rnn_input = torch.cat((decoder.embedding(x[:, None]), context[:, None]), dim=2)  # (B, 1, 2H)
+    states, (h, c) = decoder.rnn(rnn_input, (hidden, cell))
+    logits, h_ref, c_ref = decoder(x, hidden, cell, outputs, mask)
+    torch.testing.assert_close(decoder.fc(states[:, 0]), logits)
+    torch.testing.assert_close((h, c), (h_ref, c_ref))
+
+
+@pytest.mark.parametrize("half_window", [1, 2, 3])
+def test_local_p_reference_is_what_local_attention_computes(half_window):
+    torch.manual_seed(half_window)
+    local = LocalAttention(6, half_window, mode="p", score="general")
+    query, keys = torch.randn(3, 4, 6), torch.randn(3, 9, 6)
+    mask = torch.arange(9)[None, :] < torch.tensor([[9], [7], [8]])  # (B, Ts)
+    with torch.no_grad():
+        local.W_p.weight.mul_(3)  # spread the predicted positions over the source
+        expected = local.attend(query, keys, mask)
+        scores = local.scorer.score(query, keys)
+    got = s2s_checks._reference_local_p(scores, local.last_positions, mask, half_window)
+    torch.testing.assert_close(got, expected)
+
+
+def test_predicted_position_reference_is_local_attentions():
+    torch.manual_seed(0)
+    local = LocalAttention(5, 1, mode="p")
+    query, mask = torch.randn(2, 3, 5), torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    with torch.no_grad():
+        local.attend(query, torch.randn(2, 6, 5), mask)
+    got = s2s_checks._reference_position(query, local.W_p.weight, local.v_p.weight[0], mask)
+    torch.testing.assert_close(got, local.last_positions)
+    torch.testing.assert_close(got, right_position(query, local.W_p.weight, local.v_p.weight[0], mask))
+
+
+# ----------------------------------------------------------------------------- typical mistakes
+
+
+def left_pad(seqs, pad_id):
+    t = max(len(s) for s in seqs)
+    return torch.tensor([[pad_id] * (t - len(s)) + s for s in seqs])
+
+
+def additive(query, keys, weight, bias, v, *, order="qk", tanh=torch.tanh, with_bias=True):
+    repeated = query[:, None, :].expand(-1, keys.shape[1], -1)
+    pair = (repeated, keys) if order == "qk" else (keys, repeated)
+    return tanh(torch.cat(pair, dim=2) @ weight.T + (bias if with_bias else 0)) @ v
+
+
+def context_of(weights, outputs):
+    return (weights[..., None] * outputs).sum(dim=1)
+
+
+def step_context_first(decoder, x, hidden, cell, encoder_outputs, mask):
+    embedded = decoder.embedding(x.unsqueeze(1))
+    weights = decoder.attention(hidden, encoder_outputs, mask)
+    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)
+    outputs, (hidden, cell) = decoder.rnn(torch.cat((context, embedded), dim=2), (hidden, cell))
+    return decoder.fc(outputs.squeeze(1)), hidden, cell
+
+
+def position(query, w_p, v_p, mask, s=None, transform=torch.sigmoid, inner=torch.tanh):
+    s = mask.sum(dim=1) if s is None else s
+    return s[:, None] * transform(inner(query @ w_p.T) @ v_p)
+
+
+def local(
+    scores, p, mask, d, *, sigma=None, window="before", centre=torch.round, two=2, renorm=False, pad=True
+):
+    positions = torch.arange(scores.shape[-1])
+    in_window = (positions - centre(p)[..., None]).abs() <= d
+    keep = mask[:, None, :] if pad else torch.ones_like(in_window)
+    if window == "before":
+        keep = keep & in_window
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    if window == "after":
+        weights = weights * in_window
+    sigma = d / 2 if sigma is None else sigma
+    weights = weights * torch.exp(-((positions - p[..., None]) ** 2) / (two * sigma**2))
+    return weights / weights.sum(-1, keepdim=True) if renorm else weights
+
+
+WRONG = [
+    (check.pad_batch, left_pad, "pad on the right"),
+    (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, 0), "fill with `pad_id`"),
+    (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, pad_id).tolist(), "not a Python list"),
+    (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, pad_id).float(), "must be integers"),
+    (check.teacher_forcing_shift, lambda t: (t[:, 1:], t[:, :-1]), "input and gold are swapped"),
+    (check.teacher_forcing_shift, lambda t: (t[:-1], t[1:]), "not along the batch"),
+    (check.teacher_forcing_shift, lambda t: (t[:, :-1], t), "the gold starts after <sos>"),
+    (check.teacher_forcing_shift, lambda t: (t, t[:, 1:]), "stops one token short"),
+    (check.teacher_forcing_shift, lambda t: (t[:, :-1], t[:, 1:-1]), "keep <eos> in the gold"),
+    (check.additive_scores, lambda *a: additive(*a, order="kq"), "the concatenation order matters"),
+    (check.additive_scores, lambda *a: additive(*a, tanh=lambda t: t), "the tanh is missing"),
+    (check.additive_scores, lambda *a: additive(*a, with_bias=False), "add the bias b"),
+    (check.additive_scores, lambda *a: torch.tanh(additive(*a, tanh=lambda t: t)), "the tanh goes inside"),
+    (check.additive_scores, lambda *a: torch.softmax(additive(*a), dim=1), "before the softmax"),
+    (
+        check.attention_context,
+        lambda s, o, m: context_of(torch.softmax(s, 1), o),
+        "padded positions got weight",
+    ),
+    (
+        check.attention_context,
+        lambda s, o, m: context_of(torch.softmax(s.masked_fill(m, float("-inf")), 1), o),
+        "the mask is inverted",
+    ),
+    (
+        check.attention_context,
+        lambda s, o, m: context_of(torch.softmax(s.masked_fill(~m, float("-inf")), 0), o),
+        "dim=0 mixes the sentences",
+    ),
+    (check.attention_context, lambda s, o, m: context_of(torch.softmax(s, 1) * m, o), "after the softmax"),
+    (check.attention_context, lambda s, o, m: context_of(s * m, o), "the scores must become weights"),
+    (
+        check.attention_context,
+        lambda s, o, m: (torch.softmax(s.masked_fill(~m, float("-inf")), 1)[..., None] * o).mean(1),
+        "not the mean",
+    ),
+    (
+        check.attention_context,
+        lambda s, o, m: torch.softmax(s.masked_fill(~m, float("-inf")), 1)[:, None] @ o,
+        "squeeze the step axis",
+    ),
+    (check.decoder_step, buggy_step, "this is still the bug"),
+    (check.decoder_step, lambda d, x, h, c, o, m: right_step(d, x, h, c, o, ~m), "the mask is inverted"),
+    (check.decoder_step, step_context_first, "[embedded; context] in this order"),
+    (check.decoder_step, lambda d, x, h, c, o, m: (right_step(d, x, h, c, o, m)[0], h, c), "*new* hidden"),
+    (check.decoder_step, lambda *a: (right_step(*a)[0], right_step(*a)[1], a[3]), "*new* cell"),
+    (check.decoder_step, lambda *a: (right_step(*a)[0], *right_step(*a)[:0:-1]), "in the order (logits"),
+    (check.decoder_step, lambda *a: right_step(*a)[0], "return three things"),
+    (check.general_scores, lambda q, k, w: q @ w.T @ k.transpose(1, 2), "W_a is transposed"),
+    (check.general_scores, lambda q, k, w: q @ k.transpose(1, 2), "*dot* score"),
+    (check.general_scores, lambda q, k, w: right_general(q, k, w) / q.shape[-1] ** 0.5, "no 1/sqrt(H)"),
+    (check.general_scores, lambda q, k, w: torch.softmax(right_general(q, k, w), -1), "before the softmax"),
+    (check.general_scores, lambda q, k, w: k @ w.T @ q.transpose(1, 2), "not its transpose"),
+    (
+        check.local_p_position,
+        lambda q, w, v, m: position(q, w, v, m, s=torch.full((m.shape[0],), m.shape[1])),
+        "*real* length",
+    ),
+    (check.local_p_position, lambda q, w, v, m: position(q, w.T, v, m), "`query @ w_p.T`"),
+    (check.local_p_position, lambda q, w, v, m: position(q, w, v, m, s=m.sum(1) - 1), "not S - 1"),
+    (
+        check.local_p_position,
+        lambda q, w, v, m: position(q, w, v, m, inner=lambda t: t),
+        "the tanh is missing",
+    ),
+    (
+        check.local_p_position,
+        lambda q, w, v, m: position(q, w, v, m, transform=lambda t: t),
+        "the sigmoid is missing",
+    ),
+    (check.local_p_position, lambda *a: position(*a).round(), "keep p_t real-valued"),
+    (check.local_p_position, lambda *a: position(*a).unsqueeze(-1), "squeeze the last axis"),
+    (
+        check.local_p_position,
+        lambda q, w, v, m: torch.sigmoid(torch.tanh(q @ w.T) @ v) * m.sum(dim=1),
+        "give it a trailing axis",
+    ),
+    (check.local_p_weights, lambda *a: local(*a, window="none"), "outside the window"),
+    (check.local_p_weights, lambda *a: local(*a, window="after"), "mask them *before* the softmax"),
+    (check.local_p_weights, lambda s, p, m, d: local(s, p, m, d, sigma=d), "sigma = D / 2"),
+    (check.local_p_weights, lambda *a: local(*a, two=1), "the factor 2 is missing"),
+    (check.local_p_weights, lambda *a: local(*a, renorm=True), "do not renormalise"),
+    (check.local_p_weights, lambda *a: local(*a, pad=False), "also leave out the padding"),
+    (check.local_p_weights, lambda *a: local(*a, centre=torch.floor), "not on its integer part"),
+]
+
+
+def gaussian_at_round(scores, p, mask, d):
+    weights = local(scores, p, mask, d, sigma=float("inf"))  # the window's softmax, no Gaussian yet
+    positions = torch.arange(scores.shape[-1])
+    return weights * torch.exp(-((positions - p.round()[..., None]) ** 2) / (2 * (d / 2) ** 2))
+
+
+def no_gaussian(scores, p, mask, d):
+    return local(scores, p, mask, d, sigma=float("inf"))
+
+
+def strict_window(scores, p, mask, d):
+    positions = torch.arange(scores.shape[-1])
+    keep = ((positions - p.round()[..., None]).abs() < d) & mask[:, None, :]
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return weights * torch.exp(-((positions - p[..., None]) ** 2) / (2 * (d / 2) ** 2))
+
+
+WRONG += [
+    (check.local_p_weights, gaussian_at_round, "the Gaussian is centred on the real-valued p_t"),
+    (check.local_p_weights, no_gaussian, "multiply the window's softmax weights by the Gaussian"),
+    (check.local_p_weights, strict_window, "the ends included"),
+]
+
+
+@pytest.mark.parametrize(("check_fn", "wrong", "hint"), WRONG)
+def test_typical_mistakes_get_their_hint(check_fn, wrong, hint):
+    verdict = check_fn(wrong)
+    assert not verdict and verdict.status == "fail"
+    assert "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+# ----------------------------------------------------------------------------- predictions
+
+
+def test_context_size_prediction():
+    h, layers = 32, 3
+    expected = 2 * layers * h  # hidden and cell, (L, B, H) each, directions summed
+    assert check.context_size(expected, expected).status == "pass"
+    assert check.context_size(float(expected), expected).status == "pass"
+    assert check.context_size(..., expected).status == "todo"
+    for five, fifty, hint in [
+        (layers * h, layers * h, "hidden *and* cell"),
+        (2 * h, 2 * h, "each of the 3 layers"),
+        (h, h, "count every layer's hidden and cell"),
+        (4 * layers * h, 4 * layers * h, "adds the two directions"),
+        (5 * h, 50 * h, "never sees the encoder outputs"),
+        (expected, 10 * expected, "the same size for every length"),
+        (7, 7, "Seq2Seq.encode hands the decoder"),
+    ]:
+        verdict = check.context_size(five, fifty)
+        assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+def test_scorer_parameters_prediction():
+    concat = 2 * 64 * 64 + 64 + 64  # nn.Linear(2H, H) with bias, and v
+    assert check.scorer_parameters(["dot", "scaled_dot"], concat).status == "pass"
+    assert check.scorer_parameters(("Scaled_dot", "dot"), float(concat)).status == "pass"
+    assert check.scorer_parameters(..., concat).status == "todo"
+    for names, count, hint in [
+        (["dot"], concat, "scaled_dot divides by sqrt(H)"),
+        (["dot", "scaled_dot", "general"], concat, "general has its matrix W_a"),
+        (["dot", "scaled_dot", "local-m"], concat, "local-m restricts a *general* scorer"),
+        (["dot", "scaled_dot", "local-p"], concat, "W_p and v_p"),
+        (["dot", "scaled_dot", "concat"], concat, "concat (Bahdanau's additive score) has W, b and v"),
+        (["dot", "additive"], concat, "unknown name"),
+        ("dot", concat, "answer with a list of names"),
+        (["dot", "scaled_dot"], concat - 64, "has both the bias b of nn.Linear(2H, H) and the vector v"),
+        (["dot", "scaled_dot"], 2 * 64 * 64, "has a bias b"),
+        (["dot", "scaled_dot"], 64 * 64 + 2 * 64, "2H inputs"),
+        (["dot", "scaled_dot"], 4 * 64 * 64, "not 2H x 2H"),
+        (["dot", "scaled_dot"], 1234, "nn.Linear(2H, H)"),
+    ]:
+        verdict = check.scorer_parameters(names, count)
+        assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+# ----------------------------------------------------------------------------- not yet / crashes
+
+FUNCTION_CHECKS = [
+    check.pad_batch,
+    check.teacher_forcing_shift,
+    check.additive_scores,
+    check.attention_context,
+    check.decoder_step,
+    check.general_scores,
+    check.local_p_position,
+    check.local_p_weights,
+]
+
+
+@pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
+def test_stub_is_todo_and_crash_is_reported_without_traceback(check_fn):
+    def stub(*args):
+        raise NotImplementedError("Exercise: replace this line with your code")
+
+    def crashes(*args):
+        return args[0].no_such_attribute
+
+    todo = check_fn(stub)
+    assert todo.status == "todo" and not todo and "not yet" in todo.message
+
+    error = check_fn(crashes)
+    assert error.status == "error" and not error
+    assert "raised AttributeError" in error.message and "Traceback" not in error.message
+    assert "args[0].no_such_attribute" in error.message
+
+
+def test_checks_leave_the_global_seed_alone():
+    state = torch.random.get_rng_state()
+    for check_fn in FUNCTION_CHECKS:
+        check_fn(lambda *args: None)
+    check.decoder_step(right_step)
+    check.additive_scores(right_additive)
+    check.context_size(192, 192)
+    check.scorer_parameters(["dot"], 0)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_student_cannot_spoil_later_cases_by_editing_inputs_in_place():
+    def edits_in_place(scores, encoder_outputs, mask):
+        result = right_context(scores, encoder_outputs, mask)
+        mask.fill_(False)
+        encoder_outputs.zero_()
+        return result
+
+    assert check.attention_context(edits_in_place)
