@@ -545,8 +545,8 @@ def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 
 def _reference_position(query: torch.Tensor, w_p: torch.Tensor, v_p: torch.Tensor, mask: torch.Tensor):
     h = query.shape[-1]
-    with _seeded(0):
-        local = LocalAttention(h, 0, mode="p")
+    with _seeded(0):  # p_t does not depend on the window: any D that fits the source will do
+        local = LocalAttention(h, min(1, (mask.shape[1] - 1) // 2), mode="p")
     with torch.no_grad():
         local.W_p.weight.copy_(w_p)
         local.v_p.weight.copy_(v_p[None, :])  # (1, H): nn.Linear(H, 1)
