@@ -73,6 +73,10 @@ class _Scorer(nn.Module):
             cache = self._key_cache = (keys, versions, self.project_keys(keys))
         return self.score_projected(query, cache[2])
 
+    def __getstate__(self) -> dict:
+        # The cache may hold part of an autograd graph: never copy or pickle it.
+        return {**super().__getstate__(), "_key_cache": None}
+
     def attend(
         self,
         query: torch.Tensor,

@@ -119,7 +119,7 @@ def train(
     )
     history = History()
     start = time.perf_counter()
-    bar = tqdm(total=total, disable=not progress, file=sys.stderr, mininterval=1.0, leave=False)
+    bar = tqdm(total=total, disable=not progress, file=sys.stderr, mininterval=5.0, leave=False)
     for epoch, stage in enumerate(stages):
         model.train()
         losses = []

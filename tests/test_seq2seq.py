@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import math
 
 import pytest
@@ -232,6 +234,18 @@ def test_cached_key_projection_follows_parameter_updates():
         module(hidden, keys), torch.softmax(module.score(hidden[-1][:, None], keys)[:, 0], -1)
     )
     assert not torch.allclose(before, module(hidden, keys))
+
+
+def test_models_copy_and_pickle_right_after_a_training_step():
+    src, tgt = padded_batch()
+    model = make_model("general")
+    model(src, tgt).sum().backward()  # the scorer now caches keys that carry a graph
+    twin = copy.deepcopy(model)
+    assert twin.decoder.attention._key_cache is None
+    torch.testing.assert_close(twin.greedy_decode(src, 5)[0], model.greedy_decode(src, 5)[0])
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    assert buffer.tell() > 0
 
 
 def test_greedy_decoding_stops_at_eos():
