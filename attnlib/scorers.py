@@ -226,7 +226,8 @@ class LocalAttention(_Scorer):
 
     Args:
         hidden_size: ``H``.
-        half_window: ``D``; each step sees at most ``2D+1`` source positions.
+        half_window: ``D``; each step sees at most ``2D+1`` source positions (``D >= 1`` for
+            local-p, whose Gaussian needs ``σ > 0``).
         mode: ``"m"`` or ``"p"``.
         score: name of the global score used inside the window (``"general"`` as in Luong).
     """
@@ -238,6 +239,10 @@ class LocalAttention(_Scorer):
             raise ValueError(f"expected half_window D to be an int >= 0, got {half_window!r}")
         if mode not in ("m", "p"):
             raise ValueError(f"expected mode 'm' (monotonic) or 'p' (predictive), got {mode!r}")
+        if mode == "p" and half_window < 1:
+            raise ValueError(
+                f"local-p needs half_window D >= 1 (its Gaussian has sigma = D/2), got {half_window}"
+            )
         if score.startswith("local"):
             raise ValueError(f"the score inside a local window must be global, got {score!r}")
         self.half_window, self.mode = half_window, mode

@@ -183,6 +183,7 @@ def test_padding_never_receives_attention(name):
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 3), st.integers(0, 12), st.sampled_from(["m", "p"]), st.integers(0, 10_000))
 def test_local_window_is_respected(half_window, step, mode, seed):
+    half_window = max(half_window, 1 if mode == "p" else 0)  # local-p needs D >= 1
     torch.manual_seed(seed)
     ts = 2 * half_window + 1 + 5
     module = LocalAttention(H, half_window, mode=mode)
@@ -305,6 +306,13 @@ def test_baseline_fast_path_equals_step_by_step():
 def test_unknown_scorer_raises():
     with pytest.raises(ValueError, match="unknown attention 'cosine'; expected one of dot"):
         make_attention("cosine", H)
+
+
+def test_local_p_needs_a_positive_half_window():
+    with pytest.raises(ValueError, match="local-p needs half_window D >= 1"):
+        LocalAttention(H, 0, mode="p")
+    weights = LocalAttention(H, 0, mode="m")(torch.randn(1, 2, H), torch.randn(2, 5, H), step=2)
+    assert torch.equal(weights, torch.tensor([[0.0, 0, 1, 0, 0]] * 2))  # D = 0: one position
 
 
 def test_window_larger_than_the_source_raises():
