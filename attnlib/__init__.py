@@ -5,6 +5,15 @@ exactly as in ``torch.nn.functional.scaled_dot_product_attention``. Plotting and
 live in ``attnlib.plotting`` and ``attnlib.widgets`` and are imported only when used.
 """
 
+from .blocks import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    LayerNorm,
+    PositionalEncoding,
+    add_norm,
+    sinusoidal_encoding,
+)
 from .functional import attention_scores, masked_softmax, scaled_dot_product_attention
 from .masks import (
     causal_mask,
@@ -14,27 +23,45 @@ from .masks import (
     padding_mask,
     to_masked_out,
 )
-from .multihead import Attention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .multihead import (
+    Attention,
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    merge_heads,
+    split_heads,
+)
 from .repro import reproducible
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
+from .transformer import Transformer, to_torch_transformer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Attention",
     "CausalAttention",
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "LayerNorm",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "PositionalEncoding",
     "SelfAttention",
     "SelfAttentionV1",
+    "Transformer",
+    "add_norm",
     "attention_scores",
     "causal_mask",
     "combine_masks",
     "from_masked_out",
     "length_mask",
     "masked_softmax",
+    "merge_heads",
     "padding_mask",
     "reproducible",
     "scaled_dot_product_attention",
+    "sinusoidal_encoding",
+    "split_heads",
     "to_masked_out",
+    "to_torch_transformer",
 ]

@@ -118,7 +118,10 @@ class MultiHeadAttention(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        self.register_buffer("mask", causal_mask(context_length), persistent=False)
+        # Only causal modules hold the (T, T) mask, as in the reference; a cross-attention
+        # layer with a long context_length would otherwise carry a large useless buffer.
+        if causal:
+            self.register_buffer("mask", causal_mask(context_length), persistent=False)
         self.last_attn_weights: torch.Tensor | None = None
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
