@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from student_answers import assert_todo_then_error, crashes
 
 from attnlib import check
 from attnlib.check import seq2seq as s2s_checks
@@ -388,19 +389,7 @@ FUNCTION_CHECKS = [
 
 @pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
 def test_stub_is_todo_and_crash_is_reported_without_traceback(check_fn):
-    def stub(*args):
-        raise NotImplementedError("Exercise: replace this line with your code")
-
-    def crashes(*args):
-        return args[0].no_such_attribute
-
-    todo = check_fn(stub)
-    assert todo.status == "todo" and not todo and "not yet" in todo.message
-
-    error = check_fn(crashes)
-    assert error.status == "error" and not error
-    assert "raised AttributeError" in error.message and "Traceback" not in error.message
-    assert "args[0].no_such_attribute" in error.message
+    assert_todo_then_error(check_fn, crashes, "raised AttributeError", "args[0].no_such_attribute")
 
 
 def test_checks_leave_the_global_seed_alone():
