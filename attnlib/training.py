@@ -38,6 +38,7 @@ class History:
         loss: mean training loss of each epoch.
         valid: validation metrics after each epoch (empty without validation data).
         steps: optimiser steps taken.
+        lr: the learning rate of each step (warm-up and cosine included).
         seconds: wall-clock training time.
         stopped_early: True if ``max_seconds`` ran out before the last epoch ended.
     """
@@ -45,6 +46,7 @@ class History:
     loss: list[float] = field(default_factory=list)
     valid: list[dict[str, float]] = field(default_factory=list)
     steps: int = 0
+    lr: list[float] = field(default_factory=list)
     seconds: float = 0.0
     stopped_early: bool = False
 
@@ -69,6 +71,7 @@ def train(
     lr: float = 3e-3,
     clip: float = 1.0,
     cosine: bool = True,
+    warmup: float = 0.0,
     valid: PairDataset | None = None,
     curriculum: list[int] | None = None,
     max_seconds: float | None = None,
@@ -86,6 +89,9 @@ def train(
         lr: peak learning rate of Adam.
         clip: largest gradient norm (``clip_grad_norm_``); ``0`` turns clipping off.
         cosine: decay the learning rate to 0 along a cosine over all steps.
+        warmup: fraction of the steps over which the learning rate first rises linearly
+            from 0 to ``lr`` (the cosine then runs over the remaining steps). A short warm-up
+            lets a large ``lr`` start without the first updates blowing up Adam's estimates.
         valid: if given, exact match and token accuracy on it are logged after each epoch.
         curriculum: the longest source length used in each epoch, e.g. ``[20, 30, 40, 50]``
             (short examples first); one entry per epoch. None uses every example every epoch.
@@ -110,13 +116,22 @@ def train(
     torch.manual_seed(seed)
     random.seed(seed)
     pad_id = data.tgt_vocab.pad_id
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    if not 0.0 <= warmup < 1.0:
+        raise ValueError(f"expected warmup, a fraction of the steps, in [0, 1), got {warmup}")
+    # foreach: one kernel per operation for all parameters instead of one per tensor (the
+    # same arithmetic; the step of a small model costs a third less).
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     total = sum(math.ceil(len(stage) / batch_size) for stage in stages)
-    scheduler = (
-        torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 0.5 * (1 + math.cos(math.pi * s / total)))
-        if cosine
-        else None
-    )
+    warm = round(warmup * total)
+
+    def lr_factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        if not cosine:
+            return 1.0
+        return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if cosine or warm else None
     history = History()
     start = time.perf_counter()
     bar = tqdm(total=total, disable=not progress, file=sys.stderr, mininterval=5.0, leave=False)
@@ -128,7 +143,8 @@ def train(
             optimizer.zero_grad()
             loss.backward()
             if clip:
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
+                nn.utils.clip_grad_norm_(model.parameters(), clip, foreach=True)
+            history.lr.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -117,14 +119,39 @@ def test_time_budget_stops_early():
     assert history.stopped_early and history.steps == 1 and len(history.loss) == 1
 
 
+def test_learning_rate_warms_up_then_follows_a_cosine():
+    train_data, _ = digit_datasets(160, 1, seed=0, min_len=3, max_len=6)
+    model = small_model(len(train_data.src_vocab), hidden=16)
+    history = train(
+        model, train_data, epochs=1, batch_size=16, lr=0.01, warmup=0.2, progress=False, log=False
+    )
+    assert history.steps == len(history.lr) == 10
+    torch.testing.assert_close(history.lr[:2], [0.005, 0.01])  # 2 warm-up steps: lr/2, lr
+    cosine = [0.005 * (1 + math.cos(math.pi * s / 8)) for s in range(8)]  # over the other 8 steps
+    torch.testing.assert_close(history.lr[2:], cosine)
+    flat = train(
+        small_model(len(train_data.src_vocab), hidden=16),
+        train_data,
+        epochs=1,
+        batch_size=16,
+        lr=0.01,
+        cosine=False,
+        progress=False,
+        log=False,
+    )
+    assert flat.lr == [0.01] * 10
+    with pytest.raises(ValueError, match=r"expected warmup, a fraction of the steps, in \[0, 1\), got 1.0"):
+        train(model, train_data, epochs=1, warmup=1.0, progress=False, log=False)
+
+
 @pytest.mark.parametrize("clip", [0.0, 0.05])
 def test_gradients_are_clipped_every_step(monkeypatch, clip):
     calls = []
     real = nn.utils.clip_grad_norm_
 
-    def spy(parameters, max_norm):
+    def spy(parameters, max_norm, **kwargs):
         parameters = list(parameters)
-        norm = real(parameters, max_norm)
+        norm = real(parameters, max_norm, **kwargs)
         clipped = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in parameters]))
         calls.append((max_norm, float(norm), float(clipped)))
         return norm

@@ -189,7 +189,9 @@ def test_padding_is_never_attended() -> None:
     assert torch.count_nonzero(weights["decoder_self"].masked_select(tgt_pad)) == 0
     # more padding on the source changes nothing
     longer = torch.cat([src, torch.full((src.shape[0], 5), PAD)], dim=1)
-    torch.testing.assert_close(model(longer, tgt), logits, atol=1e-6, rtol=0)
+    # Longer rows change how the matmuls are blocked: equal up to float32 rounding (measured
+    # 1.2e-6 on an AVX2 CPU), not bit for bit.
+    torch.testing.assert_close(model(longer, tgt), logits, atol=1e-5, rtol=0)
     for w in weights.values():  # every query sees at least one real key
         torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
 
