@@ -1,0 +1,70 @@
+"""pytest plugin for nbval runs of the notebooks.
+
+* Notebooks run longest first, so that two workers finish together (with
+  ``--no-loadscope-reorder``; xdist would otherwise order them by their number of cells). The
+  length of a notebook is the one its stored outputs record: the cell times of the last
+  ``make execute``.
+* At the end, a table of the seconds each notebook took under nbval, against its budget: a
+  notebook that trains a model may take 75 s on the 2-core development machine, one that
+  trains nothing 20 s (README, "Maintaining the series"). It reports; it never fails a run
+  (timings are not asserted in tests).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+
+TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
+TRAINS = re.compile(r"(?<![.\w])train\(|training\.train\(")  # attnlib's train(), not .train()
+_seconds: dict[str, float] = defaultdict(float)
+
+
+@cache
+def _cells(path: str) -> tuple[dict, ...]:
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    return tuple(c for c in cells if c["cell_type"] == "code")
+
+
+def recorded_seconds(path: str) -> float:
+    """Seconds the notebook's cells took in the run that stored its outputs."""
+    total = 0.0
+    for cell in _cells(path):
+        times = cell.get("metadata", {}).get("execution", {})
+        start, end = times.get("iopub.execute_input"), times.get("shell.execute_reply")
+        if start and end:
+            total += (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return total
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    notebook = [item for item in items if item.nodeid.split("::")[0].endswith(".ipynb")]
+    if not notebook:
+        return
+    rest = [item for item in items if item not in notebook]
+    order = {path: -recorded_seconds(path) for path in {i.nodeid.split("::")[0] for i in notebook}}
+    notebook.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: cells keep their order
+    items[:] = rest + notebook
+
+
+def pytest_runtest_logreport(report) -> None:
+    path = report.nodeid.split("::")[0]
+    if path.endswith(".ipynb"):
+        _seconds[path] += report.duration  # setup (the kernel's start), call and teardown
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _seconds:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("nbval seconds per notebook")
+    for path, seconds in sorted(_seconds.items()):
+        trains = Path(path).exists() and any(TRAINS.search("".join(c["source"])) for c in _cells(path))
+        budget = TRAINS_BUDGET_S if trains else OTHER_BUDGET_S
+        verdict = "within" if seconds <= budget else "OVER"
+        write(f"{seconds:6.1f} s  {path:45s} {verdict} its {budget:.0f} s budget")
+    write(f"{sum(_seconds.values()):6.1f} s  in all (wall time is less with several workers)")
