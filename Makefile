@@ -17,6 +17,9 @@ export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Write byte-code on first import: some images set PYTHONDONTWRITEBYTECODE=1, and then every
+# kernel compiles torch from source again (about 6 s per start instead of 3 s here).
+unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
