@@ -119,7 +119,7 @@ def train(
     if not 0.0 <= warmup < 1.0:
         raise ValueError(f"expected warmup, a fraction of the steps, in [0, 1), got {warmup}")
     # foreach: one kernel per operation for all parameters instead of one per tensor (the
-    # same arithmetic; the step of a small model costs a third less).
+    # same arithmetic; a few percent off each step of the small models trained here).
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     total = sum(math.ceil(len(stage) / batch_size) for stage in stages)
     warm = round(warmup * total)
