@@ -3,11 +3,11 @@
 Shapes: ``B`` batch, ``T`` tokens (``Ts`` source, ``Tt`` target), ``D`` model width
 (``dim``), ``H`` heads, ``F`` feed-forward width (``hidden_dim``).
 
-Signatures and parameter order follow the Transformer of reference document 004
-(``PositionalEncoding``, ``FeedForward``, ``LayerNorm``, ``EncoderLayer``, ``DecoderLayer``).
-Attention is attnlib's own :class:`~attnlib.multihead.MultiHeadAttention` (with biases, as
-in the reference and ``nn.MultiheadAttention``), so every layer keeps its heads' weights.
-Norm placement: post-LN ``norm(x + sublayer(x))`` as in the paper and document 004 (and
+Each block keeps a small, fixed signature and parameter order (``PositionalEncoding``,
+``FeedForward``, ``LayerNorm``, ``EncoderLayer``, ``DecoderLayer``). Attention is attnlib's own
+:class:`~attnlib.multihead.MultiHeadAttention` (with biases, as in ``nn.MultiheadAttention``),
+so every layer keeps its heads' weights.
+Norm placement: post-LN ``norm(x + sublayer(x))`` as in the paper (and
 ``nn.Transformer``'s default), or pre-LN ``x + sublayer(norm(x))`` with ``norm_first=True``.
 """
 
@@ -41,7 +41,7 @@ def sinusoidal_encoding(max_len: int, dim: int) -> torch.Tensor:
     if dim % 2:
         raise ValueError(f"expected an even dim (sine and cosine come in pairs), got dim={dim}")
     position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)  # (T, 1)
-    # 1 / 10000^(2i/D), computed as exp(-2i ln(10000) / D) like the reference.
+    # 1 / 10000^(2i/D), computed as exp(-2i ln(10000) / D) like many implementations.
     div_term = torch.exp(torch.arange(0, dim, 2).float() * (-math.log(10000.0) / dim))  # (D/2,)
     angles = position * div_term  # (T, 1) * (D/2,) -> (T, D/2)
     pe = torch.zeros(max_len, dim)
@@ -51,7 +51,7 @@ def sinusoidal_encoding(max_len: int, dim: int) -> torch.Tensor:
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal encoding to a batch of embeddings (document 004).
+    """Adds the sinusoidal encoding to a batch of embeddings (Vaswani et al., 2017, §3.5).
 
     The table is a registered buffer: saved in the ``state_dict``, moved by ``.to()``,
     never trained.
@@ -103,7 +103,7 @@ class LayerNorm(nn.Module):
 
     Args:
         dim: feature width ``D``.
-        eps: added to the variance (document 004 uses 1e-6, ``nn.LayerNorm`` 1e-5).
+        eps: added to the variance (1e-6 by default here, ``nn.LayerNorm`` uses 1e-5).
     """
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:

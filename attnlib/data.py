@@ -28,7 +28,7 @@ import torch
 from ._checks import check_positive_int
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
-PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # SOS=1, EOS=2 as in reference document 004
+PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # SOS=1, EOS=2 in every vocabulary
 
 
 class Vocab:

@@ -9,7 +9,7 @@ attend to**, and a mask only has to broadcast to the scores' shape ``(B, H, Tq, 
 
 The opposite convention, True (or 1) = *masked out*, is used by ``nn.MultiheadAttention``
 (``attn_mask``, ``key_padding_mask``), by ``torch.triu(..., diagonal=1)`` causal masks and by
-reference documents 002 and 003. Convert at the boundary with :func:`from_masked_out` and
+the ``torch.triu`` masks of Raschka (2024, ch. 3). Convert at the boundary with :func:`from_masked_out` and
 :func:`to_masked_out`; both are a single ``~``.
 """
 
@@ -96,7 +96,7 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def from_masked_out(masked_out: torch.Tensor) -> torch.Tensor:
-    """Convert a True/1 = *masked out* mask (document 002, ``nn.MultiheadAttention``) to attnlib's.
+    """Convert a True/1 = *masked out* mask (Raschka (2024, ch. 3), ``nn.MultiheadAttention``) to attnlib's.
 
     Accepts bool, integer or 0/1 float tensors and returns ``~masked_out.bool()``.
     """

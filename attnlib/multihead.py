@@ -81,8 +81,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with one projection per role, split into heads by view/transpose.
 
-    Document 002's signature and parameter order (``W_query``, ``W_key``, ``W_value``,
-    ``out_proj``). By default causal self-attention, as in the reference; ``causal=False``
+    The signature and parameter order of Raschka (2024, ch. 3) (``W_query``, ``W_key``, ``W_value``,
+    ``out_proj``). By default causal self-attention, as in the book; ``causal=False``
     with ``memory`` gives cross-attention (Transformer decoder) and with ``mask`` padding.
 
     Args:
@@ -118,7 +118,7 @@ class MultiHeadAttention(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        # Only causal modules hold the (T, T) mask, as in the reference; a cross-attention
+        # Only causal modules hold the (T, T) mask, as in the book; a cross-attention
         # layer with a long context_length would otherwise carry a large useless buffer.
         if causal:
             self.register_buffer("mask", causal_mask(context_length), persistent=False)
@@ -171,7 +171,8 @@ class MultiHeadAttention(nn.Module):
 class Attention(nn.Module):
     """Vision-transformer style multi-head self-attention with one fused qkv projection.
 
-    Document 001's signature. ``qkv`` maps ``D`` to ``3 * D`` in one matmul; its output
+    The signature of timm's vision-transformer ``Attention`` (Dosovitskiy et al., 2021).
+    ``qkv`` maps ``D`` to ``3 * D`` in one matmul; its output
     columns are all queries, then all keys, then all values.
 
     Args:

@@ -3,7 +3,7 @@
 Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries
 (decoder steps scored at once; 1 inside :class:`~attnlib.seq2seq.DecoderWithAttention`).
 
-Every module here is called the way reference document 004 calls its attention modules::
+Every module here is called the way the seq2seq decoder calls it::
 
     weights = attention(hidden, encoder_outputs, mask, step=t)   # (L, B, H), (B, Ts, H) -> (B, Ts)
 
@@ -16,10 +16,10 @@ global scorer defines ``score(query, keys) -> scores (B, Tq, Ts)``:
 name            score(h_t, h_s)                         module
 ==============  ======================================  ===================================
 ``dot``         h_tᵀ h_s                                ``AttentionSimple(H, scaled=False)``
-``scaled_dot``  h_tᵀ h_s / sqrt(H)                      ``AttentionSimple(H)`` (document 004)
+``scaled_dot``  h_tᵀ h_s / sqrt(H)                      ``AttentionSimple(H)``
 ``general``     h_tᵀ W_a h_s                            ``AttentionGeneral(H)`` (Luong)
-``concat``      vᵀ tanh(W [h_t; h_s] + b)               ``AttentionParams(H)`` (document 004,
-                                                        Bahdanau's additive attention)
+``concat``      vᵀ tanh(W [h_t; h_s] + b)               ``AttentionParams(H)``
+                                                        (Bahdanau's additive score)
 ``local-m``     a scorer inside a window around t       ``LocalAttention(H, D, mode="m")``
 ``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(H, D, mode="p")``
 ==============  ======================================  ===================================
@@ -107,7 +107,7 @@ class _Scorer(nn.Module):
         """Attention weights of the decoder's top-layer state over the encoder outputs.
 
         Args:
-            hidden: ``(L, B, H)`` decoder state (document 004 passes the LSTM's ``hidden``).
+            hidden: ``(L, B, H)`` decoder state (the decoder passes the LSTM's ``hidden``).
             encoder_outputs: ``(B, Ts, H)``.
             mask: ``(B, Ts)`` bool, True for real source tokens.
             step: decoder step ``t`` (0 for the first output token).
@@ -146,10 +146,10 @@ def check_inputs(
 
 
 class AttentionSimple(_Scorer):
-    """Parameter-free dot-product attention (document 004's ``AttentionSimple``).
+    """Parameter-free dot-product attention (``scaled_dot``, or Luong's ``dot``).
 
     Args:
-        hidden_size: ``H``; the scores are divided by ``sqrt(H)`` (a buffer, as in document 004).
+        hidden_size: ``H``; the scores are divided by ``sqrt(H)`` (kept in a buffer).
         scaled: False gives Luong's plain ``dot`` score (no division).
     """
 
@@ -186,11 +186,11 @@ class AttentionGeneral(_Scorer):
 
 
 class AttentionParams(_Scorer):
-    """Additive attention ``vᵀ tanh(W [h_t; h_s] + b)`` (document 004's ``AttentionParams``).
+    """Additive attention ``vᵀ tanh(W [h_t; h_s] + b)`` (Bahdanau et al., 2015).
 
-    Bahdanau's score, which Luong calls *concat*. ``W`` is one ``Linear(2H, H)`` as in document
-    004 (``v`` starts uniform in [0, 1) as there); its key half is applied once per batch
-    rather than to every (query, key) concatenation, which gives the same scores faster.
+    Bahdanau's score, which Luong calls *concat*. ``W`` is one ``Linear(2H, H)`` and ``v``
+    starts uniform in [0, 1); the key half of ``W`` is applied once per batch rather than to
+    every (query, key) concatenation, which gives the same scores faster.
 
     Args:
         hidden_size: ``H``.

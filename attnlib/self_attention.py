@@ -1,9 +1,9 @@
-"""Single-head self-attention modules, with the signatures of reference document 002.
+"""Single-head self-attention modules, with the signatures of Raschka (2024, ch. 3).
 
 Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``Dout`` output width.
 
-Parameters are created in the reference's order (query, key, value), so that after the
-same ``torch.manual_seed`` these modules hold, and print, the reference's very tensors.
+Parameters are created in the book's order (query, key, value), so that after the same
+``torch.manual_seed`` these modules hold, and print, the book's very tensors.
 Each module keeps ``last_attn_weights`` (detached) from its latest forward pass.
 """
 
@@ -47,7 +47,7 @@ class SelfAttentionV1(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Self-attention with ``nn.Linear`` projections (document 002's ``SelfAttention``).
+    """Self-attention with ``nn.Linear`` projections (the ``SelfAttention`` of Raschka (2024, ch. 3)).
 
     Args:
         d_in: input width ``Din``.
@@ -75,7 +75,7 @@ class SelfAttention(nn.Module):
 
 
 class CausalAttention(nn.Module):
-    """Causal self-attention with dropout on the weights (documents 000 and 002).
+    """Causal self-attention with dropout on the weights (Raschka (2024, ch. 3)).
 
     Args:
         d_in: input width ``Din``.
@@ -96,7 +96,7 @@ class CausalAttention(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        # True = may attend (the reference stores the inverse, triu(..., diagonal=1)).
+        # True = may attend (the book stores the inverse, triu(..., diagonal=1)).
         self.register_buffer("mask", causal_mask(context_length), persistent=False)
         self.last_attn_weights: torch.Tensor | None = None
 

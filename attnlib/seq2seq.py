@@ -1,4 +1,4 @@
-"""RNN encoder-decoder (seq2seq) with and without attention, after reference document 004.
+"""RNN encoder-decoder (seq2seq) with and without attention (Bahdanau et al., 2015).
 
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``H`` hidden size,
 ``L`` LSTM layers, ``V`` target vocabulary.
@@ -16,8 +16,8 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), `
 Every seq2seq model in attnlib (these and the Transformer) follows one protocol:
 ``model(src, tgt)`` with ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` returns logits
 ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``, and ``model.greedy_decode(src, max_len)`` returns
-``(tokens, weights)``. Parameters are created in document 004's order, so with the same seed
-these classes hold document 004's very tensors.
+``(tokens, weights)``. Parameters are created in a fixed order (embedding, LSTM, output
+layer), so the same seed gives the same tensors.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def native_lstm() -> Iterator[None]:
 
 
 class Encoder(nn.Module):
-    """Bidirectional LSTM encoder (document 004's ``Encoder``).
+    """Bidirectional LSTM encoder (Bahdanau et al., 2015, §3.2).
 
     Args:
         vocab_size: source vocabulary size.
@@ -117,7 +117,7 @@ class Encoder(nn.Module):
 
 
 class DecoderWithAttention(nn.Module):
-    """One decoding step with attention (document 004's ``DecoderWithAttention``).
+    """One decoding step with attention (Bahdanau et al., 2015, §3.1).
 
     Score, weights, context: the attention module turns the previous state into weights over
     the source; their weighted sum of encoder outputs is the context, which joins the embedded
@@ -214,12 +214,12 @@ class Decoder(nn.Module):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder and decoder together (document 004's ``Seq2Seq``).
+    """Encoder and decoder together (teacher forcing, greedy decoding).
 
     Args:
         encoder: an :class:`Encoder`.
         decoder: a :class:`DecoderWithAttention` or a :class:`Decoder`.
-        device: where new tensors are made (as in document 004).
+        device: where new tensors are made (kept for the classic signature; tensors follow ``src``).
         teacher_forcing_ratio: chance that a training step feeds the true previous token
             rather than the model's own guess; used when ``forward`` gets no ratio.
         sos_id, eos_id, pad_id: special token ids of the target vocabulary.
@@ -268,8 +268,8 @@ class Seq2Seq(nn.Module):
     ) -> torch.Tensor:
         """Predict every target token after the first.
 
-        Returns ``Tt-1`` steps, not document 004's ``Tt`` with an all-zero first row: the SOS
-        at ``trg[:, 0]`` is given, never predicted, so ``logits[:, t]`` lines up with
+        Returns ``Tt-1`` steps, not ``Tt`` with an all-zero first row as in many from-scratch
+        versions: the SOS at ``trg[:, 0]`` is given, never predicted, so ``logits[:, t]`` lines up with
         ``trg[:, t + 1]`` and a loss needs no slicing (a zero row would add a fake ``log V``).
 
         Args:

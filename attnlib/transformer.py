@@ -1,4 +1,4 @@
-"""The encoder-decoder Transformer of "Attention Is All You Need", as in reference document 004.
+"""The encoder-decoder Transformer of "Attention Is All You Need", (Vaswani et al., 2017).
 
 Shapes: ``B`` batch, ``Ts``/``Tt`` source/target length, ``D`` model width, ``H`` heads,
 ``L`` layers, ``K`` beams, ``V`` target vocabulary.
@@ -37,7 +37,7 @@ def _evaluating(model: nn.Module) -> Iterator[None]:
 
 class Transformer(nn.Module):
     """Embeddings scaled by sqrt(D) plus sinusoidal positions, ``L`` encoder and ``L`` decoder
-    layers, a linear output head; Xavier-initialised (document 004).
+    layers, a linear output head; Xavier-initialised (Glorot & Bengio, 2010).
 
     Args:
         src_vocab_size: source vocabulary size.

@@ -142,7 +142,8 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     weights = weights.detach()
 
     def draw(p: float, seed: int, training: bool) -> None:
-        # torch's own dropout under the chosen seed: seed 123, p=0.5 shows document 002's draw
+        # torch's own dropout under the chosen seed: seed 123, p=0.5 shows the draw printed in
+        # Raschka (2024, ch. 3)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             dropped = F.dropout(weights, p, training=training)

@@ -1,4 +1,4 @@
-"""Shared fixtures: the six-token example of reference document 002."""
+"""Shared fixtures: the six-token example of Raschka (2024, ch. 3)."""
 
 from __future__ import annotations
 

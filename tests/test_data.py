@@ -52,7 +52,7 @@ def read_date(text: str) -> datetime.date:
 def test_vocab_specials_and_round_trip():
     vocab = Vocab("abc ")
     assert (vocab.pad_id, vocab.sos_id, vocab.eos_id, vocab.unk_id) == (PAD_ID, SOS_ID, EOS_ID, UNK_ID)
-    assert (SOS_ID, EOS_ID) == (1, 2)  # as in reference document 004
+    assert (SOS_ID, EOS_ID) == (1, 2)  # the same in every vocabulary
     assert len(vocab) == 8
     ids = vocab.encode("ab c", sos=True, eos=True)
     assert ids == [SOS_ID, 4, 5, 7, 6, EOS_ID]

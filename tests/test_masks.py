@@ -52,7 +52,7 @@ def test_combine_masks_is_and_with_broadcasting():
 
 
 def test_conventions_convert_both_ways_and_agree_with_nn_multihead():
-    masked_out = torch.triu(torch.ones(4, 4), diagonal=1)  # reference document 002's mask
+    masked_out = torch.triu(torch.ones(4, 4), diagonal=1)  # the mask of Raschka (2024, ch. 3)
     assert torch.equal(from_masked_out(masked_out), causal_mask(4))
     assert torch.equal(to_masked_out(causal_mask(4)), masked_out.bool())
     torch.manual_seed(0)

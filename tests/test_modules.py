@@ -1,4 +1,4 @@
-"""attnlib's modules: the reference tensors, agreement with torch, causality, bad input."""
+"""attnlib's modules: the tensors of Raschka (2024, ch. 3), agreement with torch, causality, bad input."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from attnlib import (
     to_masked_out,
 )
 
-# Tensors printed in reference document 002 (In[7], In[13], In[14]/In[15]); same seed, same values.
+# Tensors printed in Raschka (2024, ch. 3); same seed, same values.
 QUERY_1 = torch.tensor([0.4306, 1.4551])
 SELF_ATTENTION_V2 = torch.tensor(
     [
@@ -56,7 +56,7 @@ DROPPED = torch.tensor(  # In[16]: seed 123, nn.Dropout(0.5) on CAUSAL_WEIGHTS
 
 
 def close4(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """Equal to the 4 decimals the reference prints."""
+    """Equal to the 4 decimals the book prints."""
     torch.testing.assert_close(actual.detach(), expected, atol=5e-5, rtol=0)
 
 

@@ -1,4 +1,4 @@
-"""Encoder, attention scorers, decoders and Seq2Seq of attnlib (reference document 004)."""
+"""Encoder, attention scorers, decoders and Seq2Seq of attnlib (Bahdanau et al., 2015; Luong et al., 2015)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def padded_batch() -> tuple[torch.Tensor, torch.Tensor]:
     return src, tgt
 
 
-# --- the reference's modules, rewritten here to pin attnlib to them ---------------------
+# --- the classic from-scratch modules, rewritten here to pin attnlib to them ------------
 class RefEncoder(nn.Module):
     def __init__(self, vocab_size, hidden_size, num_layers):
         super().__init__()
@@ -97,7 +97,7 @@ class RefDecoder(nn.Module):
     ("ours", "ref"), [(AttentionSimple, RefAttentionSimple), (AttentionParams, RefAttentionParams)]
 )
 def test_same_seed_gives_the_reference_tensors(ours, ref):
-    """Same seed, same creation order: the reference's encoder, attention and decoder."""
+    """Same seed, same creation order: the classic encoder, attention and decoder."""
     src = torch.randint(1, V, (4, 6))
     torch.manual_seed(42)
     enc, dec = Encoder(V, H, 2), DecoderWithAttention(V, H, 2, ours(H))

@@ -127,7 +127,7 @@ def test_matches_torch_transformer(norm_first: bool, final_norm: bool) -> None:
     torch.manual_seed(1)
     model = small(norm_first=norm_first, final_norm=final_norm).eval()
     ref = to_torch_transformer(model).eval()
-    if not final_norm:  # the paper and document 004 have no norm after the stacks
+    if not final_norm:  # the paper has no norm after the stacks
         assert isinstance(ref.encoder.norm, nn.Identity) and isinstance(ref.decoder.norm, nn.Identity)
     src, tgt = batch(seed=2)
     tgt_in = tgt[:, :-1]

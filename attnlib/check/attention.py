@@ -29,7 +29,7 @@ __all__ = [
     "top_token",
 ]
 
-# The six-token sentence "Your journey starts with one step" of notebooks 01-03 (document 002).
+# The six-token sentence "Your journey starts with one step" of notebooks 01-03 (Raschka (2024, ch. 3)).
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 INPUTS = torch.tensor(
     [

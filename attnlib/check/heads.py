@@ -107,7 +107,7 @@ def fuse_qkv(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 
     Each input is an ``nn.Linear`` weight of shape ``(D, Din)``; the result ``(3D, Din)`` is
     the weight of one ``nn.Linear(Din, 3D)`` whose output is all queries, then all keys,
-    then all values (document 001's ``Attention.qkv``).
+    then all values (timm's ``Attention.qkv``).
     """
     gen = torch.Generator().manual_seed(6)
     cases = [

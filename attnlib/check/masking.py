@@ -29,7 +29,7 @@ def causal_mask(student_fn: Callable[[int], torch.Tensor]) -> Verdict:
     mistakes = [
         Mistake(
             "the mask is inverted: in attnlib True means *may attend*, so keep the lower triangle "
-            "(tril); triu(..., diagonal=1) is the masked-out convention of document 002",
+            "(tril); triu(..., diagonal=1) is the masked-out convention of Raschka (2024, ch. 3)",
             lambda t: ~_causal_mask(t),
         ),
         Mistake(
