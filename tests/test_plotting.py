@@ -72,3 +72,30 @@ def test_explorers_draw_and_redraw_when_a_control_changes(inputs, tokens, monkey
         assert len(shown) == before + 1, "changing a control must redraw once"
         n_axes, title = shown[-1]
         assert n_axes >= 2 and expected_title in title
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_seq2seq_diagram_draws_one_box_per_state_and_names_the_context(attention):
+    from matplotlib.patches import FancyBboxPatch
+
+    from attnlib.diagrams import seq2seq_diagram
+
+    ax = seq2seq_diagram(["a", "b", "c"], ["x", "y"], attention=attention)
+    texts = [t.get_text() for t in ax.texts]
+    assert [f"$h_{j}$" for j in (1, 2, 3)] == [t for t in texts if t.startswith("$h")]
+    assert [f"$s_{t}$" for t in (1, 2, 3)] == [t for t in texts if t.startswith("$s")]  # <sos> x y
+    assert "<sos>" in texts and "<eos>" in texts
+    assert texts.count("x") == texts.count("y") == 2  # read by one step, written by another
+    contexts = [t for t in texts if t.startswith("$c")]
+    assert contexts == ([f"$c_{t}$" for t in (1, 2, 3)] if attention else ["$c$"])
+    boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    assert len(boxes) == 3 + 3 + len(contexts)
+    assert "attention" in ax.get_title()
+    plt.close(ax.figure)
+
+
+def test_seq2seq_diagram_rejects_empty_sequences():
+    from attnlib.diagrams import seq2seq_diagram
+
+    with pytest.raises(ValueError, match="at least one source and one target token"):
+        seq2seq_diagram([], ["x"])
