@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 ENCODER, DECODER, CONTEXT = "#31688e", "#35b779", "#440154"  # viridis: reads in greyscale too
+QUERY, WEIGHT = "#b5de2b", "#21918c"  # viridis, light and mid
 
 
 def _box(ax: Any, x: float, y: float, text: str, colour: str, *, width: float = 0.8) -> None:
+    # Dark text on the light colour, white on the dark ones, so every label reads on a projector.
     from matplotlib.patches import FancyBboxPatch
 
     ax.add_patch(
@@ -22,7 +24,7 @@ def _box(ax: Any, x: float, y: float, text: str, colour: str, *, width: float = 
             (x - width / 2, y - 0.3), width, 0.6, boxstyle="round,pad=0.04", fc=colour, ec="black", lw=0.8
         )
     )
-    ax.text(x, y, text, ha="center", va="center", color="white", fontsize=10)
+    ax.text(x, y, text, ha="center", va="center", color="black" if colour == QUERY else "white", fontsize=10)
 
 
 def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], **style: Any) -> None:
@@ -97,5 +99,143 @@ def seq2seq_diagram(
     ax.text(-0.5, 2.55 if attention else 2.2, "encoder (bidirectional LSTM)", color=ENCODER, fontsize=10)
     ax.text(dec_x0 - 0.5, 2.55 if attention else 2.2, "decoder (LSTM)", color=DECODER, fontsize=10)
     ax.set(xlim=(-0.8, dec_x0 + steps - 0.2), ylim=(-1.3, 2.9 if attention else 2.5), title=title)
+    ax.set_axis_off()
+    return ax
+
+
+def attention_diagram(
+    tokens: Sequence[str], query: int = 0, *, projections: bool = True, ax: Any = None
+) -> Any:
+    """Draw one query's attention over ``T`` tokens: scores, softmax weights, weighted sum.
+
+    Rows from the bottom: the tokens ``x_i``; their keys ``k_i``; the scores ``ω_i = q·k_i``;
+    the weights ``α_i`` (one softmax over the row); the weighted values ``α_i v_i``; their sum,
+    the context vector ``z``. Without projections (notebook 01) keys and values are the tokens
+    themselves and the query is the query token ``x_q``.
+
+    Args:
+        tokens: the token labels, one column each (``T``).
+        query: index of the token whose query is drawn.
+        projections: label keys, values and query as ``k_i = x_i W_k``, ``v_i``, ``q`` (notebook
+            02 on) rather than the raw tokens ``x_i``.
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if not tokens:
+        raise ValueError("expected at least one token, got none")
+    if not 0 <= query < len(tokens):
+        raise ValueError(f"expected query in [0, {len(tokens)}) (a token index), got {query}")
+    t = len(tokens)
+    gap = 1.25
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.5, 1.2 * t + 3.5), 5.2), constrained_layout=True)
+    key = "k_{%d}" if projections else "x_{%d}"
+    value = "v_{%d}" if projections else "x_{%d}"
+    q = f"q = x_{{{query + 1}}} W_q" if projections else f"q = x_{{{query + 1}}}"
+    rows = {"key": 1.0, "score": 2.2, "weight": 3.4, "value": 4.6}
+    for i, token in enumerate(tokens):
+        x = i * gap
+        weight = "bold" if i == query else "normal"
+        ax.text(x, 0.1, token, ha="center", va="center", fontsize=10, fontweight=weight)
+        _arrow(ax, (x, 0.35), (x, rows["key"] - 0.3))
+        _box(ax, x, rows["key"], f"${key % (i + 1)}$", ENCODER)
+        _arrow(ax, (x, rows["key"] + 0.3), (x, rows["score"] - 0.3))
+        _box(ax, x, rows["score"], f"$\\omega_{{{i + 1}}}$", QUERY)
+        _arrow(ax, (x, rows["score"] + 0.3), (x, rows["weight"] - 0.3))
+        _box(ax, x, rows["weight"], f"$\\alpha_{{{i + 1}}}$", WEIGHT)
+        _arrow(ax, (x, rows["weight"] + 0.3), (x, rows["value"] - 0.3))
+        _box(ax, x, rows["value"], f"$\\alpha_{{{i + 1}}} {value % (i + 1)}$", CONTEXT, width=1.0)
+    right = (t - 1) * gap
+    z_x, z_y = right / 2, 5.9
+    _box(ax, z_x, z_y, "$z$", DECODER, width=0.6)
+    for i in range(t):
+        ax.plot([i * gap, z_x], [rows["value"] + 0.3, z_y - 0.3], color=CONTEXT, lw=0.7, alpha=0.6)
+    _box(ax, -1.9, rows["score"], f"${q}$", QUERY, width=1.5 if projections else 1.3)
+    ax.plot([-1.9 + 0.65, right + 0.5], [rows["score"] - 0.42] * 2, color="black", lw=0.6, ls=":")
+    side = right + 0.9
+    notes = {
+        "key": "keys $k_i = x_i W_k$" if projections else "keys: the tokens",
+        "score": "scores $\\omega_i = q \\cdot k_i$" if projections else "scores $\\omega_i = q \\cdot x_i$",
+        "weight": "weights: softmax over the row",
+        "value": "weighted values" + (" ($v_i = x_i W_v$)" if projections else ""),
+    }
+    for row, text in notes.items():
+        ax.text(side, rows[row], text, va="center", fontsize=9)
+    ax.text(
+        z_x + 0.5,
+        z_y,
+        "context vector $z = \\sum_i \\alpha_i " + value.replace("_{%d}", "_i") + "$",
+        va="center",
+        fontsize=9,
+    )
+    ax.set(xlim=(-2.8, side + 2.6), ylim=(-0.3, 6.4))
+    ax.set_title(f"attention of one query ({tokens[query]!r}) over {t} tokens")
+    ax.set_axis_off()
+    return ax
+
+
+def multihead_diagram(num_heads: int = 2, *, ax: Any = None) -> Any:
+    """Draw multi-head attention: project, split into heads, attend per head, merge, project.
+
+    Each of ``Q``, ``K``, ``V`` is drawn as a bar of width ``D`` cut into ``H`` slices of
+    ``Dh = D / H`` features; head ``h`` attends with slice ``h`` of all three, and the heads'
+    contexts are put side by side again before ``out_proj``.
+
+    Args:
+        num_heads: ``H``, heads drawn (1 to 6).
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or not 1 <= num_heads <= 6:
+        raise ValueError(f"expected num_heads an int from 1 to 6 (to fit the drawing), got {num_heads!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9.5, 5.2), constrained_layout=True)
+    shades = plt.get_cmap("viridis")([0.15 + 0.7 * h / max(1, num_heads - 1) for h in range(num_heads)])
+    bar_w, slice_w = 2.4, 2.4 / num_heads
+
+    def bar(x: float, y: float, label: str) -> None:
+        for h in range(num_heads):
+            ax.add_patch(Rectangle((x + h * slice_w, y), slice_w, 0.45, fc=shades[h], ec="black", lw=0.8))
+        ax.text(x - 0.15, y + 0.22, label, ha="right", va="center", fontsize=10)
+
+    _box(ax, 3.9, 0.0, "$x$  (B, T, D)", ENCODER, width=2.0)
+    for k, (name, proj) in enumerate([("Q", "W_q"), ("K", "W_k"), ("V", "W_v")]):
+        x = 0.9 + k * 3.0
+        _arrow(ax, (3.9, 0.3), (x + bar_w / 2, 1.1))
+        ax.text(x + bar_w / 2 + 0.1, 0.75, f"${proj}$", fontsize=9)
+        bar(x, 1.15, f"${name}$")
+    ax.text(9.6, 1.37, "split: (B, T, D) → (B, H, T, Dh)", va="center", fontsize=9)
+    head_w = 8.4 / num_heads
+    for h in range(num_heads):
+        x = 0.9 + h * head_w + head_w / 2
+        for k in range(3):
+            _arrow(ax, (0.9 + k * 3.0 + (h + 0.5) * slice_w, 1.6), (x, 2.45), color=shades[h], lw=0.8)
+        ax.add_patch(Rectangle((x - 0.55, 2.5), 1.1, 0.6, fc=shades[h], ec="black", lw=0.8))
+        ax.text(
+            x,
+            2.8,
+            f"head {h}",
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="white" if h < num_heads / 2 else "black",
+        )
+        _arrow(ax, (x, 3.1), (3.9 - bar_w / 2 + (h + 0.5) * slice_w, 3.65), color=shades[h], lw=0.8)
+    ax.text(9.6, 2.8, "softmax$(QK^\\top/\\sqrt{D_h})V$ in every head", va="center", fontsize=9)
+    bar(3.9 - bar_w / 2, 3.7, "concat")
+    ax.text(9.6, 3.92, "merge: (B, H, T, Dh) → (B, T, D)", va="center", fontsize=9)
+    _arrow(ax, (3.9, 4.15), (3.9, 4.55))
+    _box(ax, 3.9, 4.85, "out_proj → (B, T, D)", DECODER, width=2.6)
+    ax.set(xlim=(-0.6, 13.6), ylim=(-0.5, 5.4))
+    ax.set_title(f"multi-head attention, H = {num_heads}: one slice of Q, K and V per head")
     ax.set_axis_off()
     return ax

@@ -99,3 +99,33 @@ def test_seq2seq_diagram_rejects_empty_sequences():
 
     with pytest.raises(ValueError, match="at least one source and one target token"):
         seq2seq_diagram([], ["x"])
+
+
+@pytest.mark.parametrize("projections", [False, True])
+def test_attention_diagram_has_a_score_weight_and_weighted_value_per_token(tokens, projections):
+    from attnlib.diagrams import attention_diagram
+
+    ax = attention_diagram(tokens, query=1, projections=projections)
+    texts = [t.get_text() for t in ax.texts]
+    n = len(tokens)
+    assert [f"$\\omega_{{{i}}}$" for i in range(1, n + 1)] == [t for t in texts if t.startswith("$\\omega")]
+    assert [f"$\\alpha_{{{i}}}$" for i in range(1, n + 1)] == [
+        t for t in texts if t.startswith("$\\alpha_{") and t[-1] == "$" and " " not in t
+    ]
+    assert ("$q = x_{2} W_q$" if projections else "$q = x_{2}$") in texts
+    assert "$z$" in texts and all(token in texts for token in tokens)
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match=r"expected query in \[0, 6\)"):
+        attention_diagram(tokens, query=6)
+
+
+def test_multihead_diagram_draws_one_box_per_head():
+    from attnlib.diagrams import multihead_diagram
+
+    ax = multihead_diagram(3)
+    texts = [t.get_text() for t in ax.texts]
+    assert [t for t in texts if t.startswith("head")] == ["head 0", "head 1", "head 2"]
+    assert "H = 3" in ax.get_title()
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="expected num_heads an int from 1 to 6"):
+        multihead_diagram(0)
