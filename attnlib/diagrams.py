@@ -239,3 +239,79 @@ def multihead_diagram(num_heads: int = 2, *, ax: Any = None) -> Any:
     ax.set_title(f"multi-head attention, H = {num_heads}: one slice of Q, K and V per head")
     ax.set_axis_off()
     return ax
+
+
+def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> Any:
+    """Draw one encoder layer and one decoder layer, post-LN or pre-LN.
+
+    Every sublayer is wrapped in a residual connection: post-LN (the paper) computes
+    ``LayerNorm(x + sublayer(x))``, pre-LN ``x + sublayer(LayerNorm(x))``. The decoder's
+    cross-attention takes its keys and values from the encoder's output (the memory).
+
+    Args:
+        norm_first: draw pre-LN instead of post-LN.
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9.0, 6.4), constrained_layout=True)
+    encoder = ["self-attention", "feed-forward"]
+    decoder = ["masked self-attention", "cross-attention", "feed-forward"]
+    tops = {}
+    for x, name, sublayers, colour in (
+        (0.0, "encoder layer", encoder, ENCODER),
+        (5.0, "decoder layer", decoder, DECODER),
+    ):
+        y = 0.0
+        ax.text(x, y - 0.55, "input $x$", ha="center", va="center", fontsize=10)
+        for sublayer in sublayers:
+            start = y
+            parts = ["LayerNorm", sublayer] if norm_first else [sublayer]
+            for part in parts:
+                _arrow(ax, (x, y + 0.05 if part is parts[0] else y - 0.2), (x, y + 0.35))
+                y += 0.65
+                _box(ax, x, y, part, QUERY if part == "LayerNorm" else colour, width=2.4)
+                if part == "cross-attention":
+                    tops["cross"] = y  # where the memory comes in
+                y += 0.3
+            _arrow(ax, (x, y), (x, y + 0.4))
+            y += 0.6
+            ax.add_patch(plt.Circle((x, y), 0.18, fc="white", ec="black", lw=0.8))
+            ax.text(x, y, "+", ha="center", va="center", fontsize=11)
+            ax.plot([x, x - 1.6, x - 1.6, x - 0.18], [start + 0.1, start + 0.1, y, y], color="black", lw=0.8)
+            y += 0.2
+            if not norm_first:
+                _arrow(ax, (x, y - 0.02), (x, y + 0.35))
+                y += 0.65
+                _box(ax, x, y, "LayerNorm", QUERY, width=2.4)
+                y += 0.3
+        ax.text(x, y + 0.4, name, ha="center", va="center", fontsize=11, color=colour, fontweight="bold")
+        tops[name] = y
+    ax.annotate(
+        "",
+        xy=(5.0 - 1.2, tops["cross"]),
+        xytext=(0.6, tops["encoder layer"] + 0.15),
+        arrowprops={"arrowstyle": "->", "lw": 1.2, "color": CONTEXT, "connectionstyle": "arc3,rad=0.25"},
+    )
+    ax.text(
+        2.3,
+        tops["encoder layer"] + 0.1,
+        "memory: keys and\nvalues of cross-attention",
+        fontsize=9,
+        color=CONTEXT,
+        ha="center",
+    )
+    note = (
+        "pre-LN: x + sublayer(LayerNorm(x)); a final LayerNorm after the stack"
+        if norm_first
+        else ("post-LN (the paper): LayerNorm(x + sublayer(x))")
+    )
+    ax.set_title(note, fontsize=11)
+    ax.set(xlim=(-2.4, 7.6), ylim=(-0.9, max(tops["encoder layer"], tops["decoder layer"]) + 0.8))
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    return ax

@@ -129,3 +129,16 @@ def test_multihead_diagram_draws_one_box_per_head():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="expected num_heads an int from 1 to 6"):
         multihead_diagram(0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_layer_diagram_wraps_every_sublayer_in_a_residual(norm_first):
+    from attnlib.diagrams import transformer_layer_diagram
+
+    ax = transformer_layer_diagram(norm_first=norm_first)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("+") == 5  # 2 sublayers in the encoder layer, 3 in the decoder layer
+    assert texts.count("LayerNorm") == 5  # one per sublayer, before (pre-LN) or after (post-LN)
+    assert {"self-attention", "masked self-attention", "cross-attention"} <= set(texts)
+    assert ("pre-LN" if norm_first else "post-LN") in ax.get_title()
+    plt.close(ax.figure)
