@@ -274,7 +274,7 @@ def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> An
             for part in parts:
                 _arrow(ax, (x, y + 0.05 if part is parts[0] else y - 0.2), (x, y + 0.35))
                 y += 0.65
-                _box(ax, x, y, part, QUERY if part == "LayerNorm" else colour, width=2.4)
+                _box(ax, x, y, part, QUERY if part == "LayerNorm" else colour, width=2.8)
                 if part == "cross-attention":
                     tops["cross"] = y  # where the memory comes in
                 y += 0.3
@@ -287,13 +287,13 @@ def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> An
             if not norm_first:
                 _arrow(ax, (x, y - 0.02), (x, y + 0.35))
                 y += 0.65
-                _box(ax, x, y, "LayerNorm", QUERY, width=2.4)
+                _box(ax, x, y, "LayerNorm", QUERY, width=2.8)
                 y += 0.3
         ax.text(x, y + 0.4, name, ha="center", va="center", fontsize=11, color=colour, fontweight="bold")
         tops[name] = y
     ax.annotate(
         "",
-        xy=(5.0 - 1.2, tops["cross"]),
+        xy=(5.0 - 1.45, tops["cross"]),
         xytext=(0.6, tops["encoder layer"] + 0.15),
         arrowprops={"arrowstyle": "->", "lw": 1.2, "color": CONTEXT, "connectionstyle": "arc3,rad=0.25"},
     )
