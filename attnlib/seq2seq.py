@@ -219,7 +219,7 @@ class Seq2Seq(nn.Module):
     Args:
         encoder: an :class:`Encoder`.
         decoder: a :class:`DecoderWithAttention` or a :class:`Decoder`.
-        device: where new tensors are made (kept for the classic signature; tensors follow ``src``).
+        device: kept for the classic signature; new tensors are made on ``src``'s device.
         teacher_forcing_ratio: chance that a training step feeds the true previous token
             rather than the model's own guess; used when ``forward`` gets no ratio.
         sos_id, eos_id, pad_id: special token ids of the target vocabulary.
