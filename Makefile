@@ -80,12 +80,13 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -n 2
 
 # Each run ends with a table of seconds per notebook against its budget (conftest.py).
+NBVAL_RUN = $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NB)
 nbval: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NB)
+	$(NBVAL_RUN)
 
 nbval-portable: $(STAMP)
 	@echo "nbval on a second CPU code path: $(or $(PORTABLE_ENV),none known for this CPU; the machine's own)"
-	$(PORTABLE_ENV) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NB)
+	$(PORTABLE_ENV) $(NBVAL_RUN)
 
 test: lint unit nbval-portable
 
