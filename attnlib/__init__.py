@@ -41,7 +41,7 @@ from .scorers import (
     make_attention,
 )
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
-from .seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq
+from .seq2seq import Decoder, DecoderWithAttention, Encoder, LuongDecoder, Seq2Seq
 from .training import accuracy_by_length, evaluate, train
 from .transformer import Transformer, to_torch_transformer
 
@@ -62,6 +62,7 @@ __all__ = [
     "HardAttention",
     "LayerNorm",
     "LocalAttention",
+    "LuongDecoder",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "PairDataset",

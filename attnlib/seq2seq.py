@@ -1,4 +1,4 @@
-"""RNN encoder-decoder (seq2seq) with and without attention (Bahdanau et al., 2015).
+"""RNN encoder-decoder (seq2seq) with and without attention (Bahdanau et al., 2015; Luong et al., 2015).
 
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``H`` hidden size,
 ``L`` LSTM layers, ``V`` target vocabulary.
@@ -9,6 +9,8 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), `
 * :class:`DecoderWithAttention`: one step per call; the attention module (any of
   :mod:`attnlib.scorers`) weighs the encoder outputs using the previous state, and the
   resulting context is concatenated with the embedded input token before the LSTM.
+* :class:`LuongDecoder`: Luong's order: the LSTM steps first, its new state is the query, and
+  ``tanh(W_c [c_t; h_t])`` predicts the token (optionally fed into the next step).
 * :class:`Decoder`: the baseline without attention; the encoder's final state is the one
   fixed-size vector that carries the whole source.
 * :class:`Seq2Seq`: teacher-forced training pass and batched greedy decoding.
@@ -32,6 +34,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ._checks import check_positive_int, check_rank
 from .data import EOS_ID, PAD_ID, SOS_ID
+from .scorers import check_inputs
 
 
 def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int, layout: str) -> None:
@@ -45,6 +48,16 @@ def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int, layout: str) 
     if low < 0 or high >= vocab_size:
         raise ValueError(
             f"expected {name} ids in [0, {vocab_size}) (the vocabulary size), got values from {low} to {high}"
+        )
+
+
+def check_attention_size(attention_module: nn.Module, hidden_size: int) -> None:
+    """Raise unless ``attention_module`` was built for the decoder's ``hidden_size``."""
+    size = getattr(attention_module, "hidden_size", None)
+    if size != hidden_size:
+        raise ValueError(
+            f"attention_module was built for hidden_size={size}, the decoder has "
+            f"hidden_size={hidden_size}; build both with the same H"
         )
 
 
@@ -136,12 +149,7 @@ class DecoderWithAttention(nn.Module):
         super().__init__()
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         self.num_layers = check_positive_int("num_layers", num_layers)
-        size = getattr(attention_module, "hidden_size", None)
-        if size != hidden_size:
-            raise ValueError(
-                f"attention_module was built for hidden_size={size}, the decoder has "
-                f"hidden_size={hidden_size}; build both with the same H"
-            )
+        check_attention_size(attention_module, hidden_size)
         self.attention = attention_module
         self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=hidden_size)
         self.rnn = nn.LSTM(
@@ -175,6 +183,141 @@ class DecoderWithAttention(nn.Module):
         return self.fc(outputs.squeeze(1)), hidden, cell  # (B, H) -> (B, V)
 
 
+class LuongDecoder(nn.Module):
+    """Luong et al. (2015, §3): step first, then attend with the new state.
+
+    At step ``t`` the LSTM reads the embedded input token (and, with input feeding, the previous
+    attentional state ``h̃_{t-1}``) and gives the new top-layer state ``h_t``. The attention
+    module scores ``h_t`` against the encoder outputs, ``c_t`` is their weighted sum, and
+
+    * ``h̃_t = tanh(W_c [c_t; h_t])`` (eq. 5), the *attentional* state,
+    * ``logits_t = W_s h̃_t`` (eq. 6; ``fc``, with a bias).
+
+    Compare :class:`DecoderWithAttention` (Bahdanau): there the previous state ``h_{t-1}`` is
+    the query, and the context enters the LSTM instead of the output layer.
+
+    Input feeding (§3.3) concatenates ``h̃_{t-1}`` with the next input token's embedding, so
+    the decoder knows where it attended before; it makes the steps sequential. Without it all
+    teacher-forced steps run as one LSTM call followed by one batched attention.
+
+    A one-step call (``x`` of shape ``(B,)``) keeps ``h̃_t`` for the next call; ``step=0`` starts
+    a new sequence (``h̃_{-1} = 0``). A call with ``x`` of shape ``(B, T)`` runs all ``T``
+    teacher-forced steps at once and returns ``(B, T, V)`` logits.
+
+    Args:
+        vocab_size: target vocabulary size ``V``.
+        hidden_size: ``H``.
+        num_layers: ``L``.
+        attention_module: any module of :mod:`attnlib.scorers` built for ``H``.
+        input_feeding: feed ``h̃_{t-1}`` into step ``t`` (Luong et al. §3.3).
+    """
+
+    accepts_sequences = True
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        num_layers: int,
+        attention_module: nn.Module,
+        *,
+        input_feeding: bool = True,
+    ) -> None:
+        super().__init__()
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        check_attention_size(attention_module, hidden_size)
+        self.attention = attention_module
+        self.input_feeding = bool(input_feeding)
+        self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=hidden_size)
+        self.rnn = nn.LSTM(
+            input_size=hidden_size * (2 if self.input_feeding else 1),  # token (+ h̃_{t-1})
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+        )
+        self.W_c = nn.Linear(hidden_size * 2, hidden_size, bias=False)  # [c_t; h_t] -> h̃_t
+        self.fc = nn.Linear(hidden_size, vocab_size)  # W_s
+        self.last_attn_weights: torch.Tensor | None = None
+        self._feed: torch.Tensor | None = None
+
+    def __getstate__(self) -> dict:
+        # h̃ of the last step may hold part of an autograd graph: never copy or pickle it.
+        return {**super().__getstate__(), "_feed": None}
+
+    def _attend_and_predict(
+        self, outputs: torch.Tensor, encoder_outputs: torch.Tensor, weights: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """From the top-layer states ``(B, T, H)`` and their weights ``(B, T, Ts)`` to logits
+        ``(B, T, V)`` and the attentional states ``h̃`` ``(B, T, H)``."""
+        context = torch.bmm(weights, encoder_outputs)  # (B, T, Ts) @ (B, Ts, H) -> (B, T, H)
+        attentional = torch.tanh(self.W_c(torch.cat((context, outputs), dim=2)))  # (B, T, 2H) -> (B, T, H)
+        return self.fc(attentional), attentional  # (B, T, V), (B, T, H)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        cell: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        step: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Args: x ``(B,)`` input ids (one step) or ``(B, T)`` (all teacher-forced steps); hidden,
+        cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``; mask ``(B, Ts)`` True for real source
+        tokens; step the output position ``t`` of ``x`` (of its first column).
+
+        Returns: ``predictions`` ``(B, V)`` or ``(B, T, V)`` (logits) and the new ``hidden``,
+        ``cell``. ``last_attn_weights`` holds ``(B, Ts)`` or ``(B, T, Ts)``."""
+        if x.ndim == 2:
+            return self._forward_sequence(x, hidden, cell, encoder_outputs, mask, step)
+        b = x.shape[0]
+        if step == 0 or self._feed is None or self._feed.shape[0] != b:
+            self._feed = encoder_outputs.new_zeros(b, self.hidden_size)  # h̃_{-1} = 0
+        rnn_input = self.embedding(x)  # (B,) -> (B, H)
+        if self.input_feeding:
+            rnn_input = torch.cat((rnn_input, self._feed), dim=1)  # (B, 2H)
+        outputs, (hidden, cell) = self.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H): h_t
+        weights = self.attention(hidden, encoder_outputs, mask, step=step)  # scores h_t = hidden[-1]: (B, Ts)
+        logits, attentional = self._attend_and_predict(outputs, encoder_outputs, weights.unsqueeze(1))
+        self._feed = attentional.squeeze(1)  # (B, H): h̃_t, fed into step t + 1
+        self.last_attn_weights = weights.detach()
+        return logits.squeeze(1), hidden, cell  # (B, V)
+
+    def _forward_sequence(
+        self,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        cell: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        mask: torch.Tensor | None,
+        step: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """All ``T`` steps of ``x`` ``(B, T)``: one LSTM call without input feeding, a loop with it."""
+        check_inputs(hidden, encoder_outputs, mask, self.hidden_size)
+        embedded = self.embedding(x)  # (B, T) -> (B, T, H)
+        if not self.input_feeding:
+            outputs, (hidden, cell) = self.rnn(embedded, (hidden, cell))  # (B, T, H): h_1 .. h_T
+            weights = self.attention.attend(outputs, encoder_outputs, mask, step)  # (B, T, Ts)
+            logits, _ = self._attend_and_predict(outputs, encoder_outputs, weights)
+        else:
+            feed = encoder_outputs.new_zeros(x.shape[0], 1, self.hidden_size)  # h̃_{-1} = 0: (B, 1, H)
+            all_logits, all_weights = [], []
+            with native_lstm():
+                for t in range(x.shape[1]):
+                    rnn_input = torch.cat((embedded[:, t : t + 1], feed), dim=2)  # (B, 1, 2H)
+                    output, (hidden, cell) = self.rnn(rnn_input, (hidden, cell))  # (B, 1, H)
+                    weights = self.attention.attend(output, encoder_outputs, mask, step + t)  # (B, 1, Ts)
+                    logits_t, feed = self._attend_and_predict(output, encoder_outputs, weights)
+                    all_logits.append(logits_t)
+                    all_weights.append(weights)
+            logits = torch.cat(all_logits, dim=1)  # (B, T, V)
+            weights = torch.cat(all_weights, dim=1)  # (B, T, Ts)
+        self._feed = None
+        self.last_attn_weights = weights.detach()
+        return logits, hidden, cell
+
+
 class Decoder(nn.Module):
     """The baseline decoder without attention: the source reaches it only through the
     initial state, one fixed-size vector whatever the input length.
@@ -184,6 +327,8 @@ class Decoder(nn.Module):
         hidden_size: ``H``.
         num_layers: ``L``.
     """
+
+    accepts_sequences = True
 
     def __init__(self, vocab_size: int, hidden_size: int, num_layers: int) -> None:
         super().__init__()
@@ -290,9 +435,12 @@ class Seq2Seq(nn.Module):
                 f"(SOS ... EOS), got {tuple(trg.shape)}"
             )
         encoder_outputs, hidden, cell, mask = self.encode(src)
-        if self.decoder.attention is None and teacher_forcing_ratio >= 1.0:
-            self.last_attn_weights = None  # fast path: every input is known, one LSTM call
-            return self.decoder(trg[:, :-1], hidden, cell)[0]  # (B, Tt-1, V)
+        if teacher_forcing_ratio >= 1.0 and getattr(self.decoder, "accepts_sequences", False):
+            # Every input is known: the decoder runs all steps in one call (one LSTM call
+            # where it can).
+            logits = self.decoder(trg[:, :-1], hidden, cell, encoder_outputs, mask)[0]  # (B, Tt-1, V)
+            self.last_attn_weights = self.decoder.last_attn_weights
+            return logits
         input, logits, weights = trg[:, 0], [], []
         with native_lstm():
             for t in range(trg.shape[1] - 1):
