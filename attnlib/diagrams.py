@@ -315,3 +315,144 @@ def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> An
     ax.set_aspect("equal")
     ax.set_axis_off()
     return ax
+
+
+def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
+    """Draw one decoder step with attention, in Bahdanau's order or in Luong's.
+
+    Both in Luong's symbols: decoder states ``h_t``, encoder outputs ``h̄_s``, weights ``a_t``,
+    context ``c_t``. Bahdanau et al. (2015) score the *previous* state ``h_{t-1}`` and feed
+    ``c_t`` into the LSTM; Luong et al. (2015, §3) step the LSTM first, score the *new* state
+    ``h_t``, and predict from ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the
+    next step.
+
+    Args:
+        kind: ``"bahdanau"`` or ``"luong"``.
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if kind not in ("bahdanau", "luong"):
+        raise ValueError(f"expected kind 'bahdanau' or 'luong', got {kind!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 6.2), constrained_layout=True)
+    enc_x, dec_x, mid_x = 2.6, 0.0, 1.3
+    wide = 1.9
+    if kind == "bahdanau":
+        query, y = (
+            "$h_{t-1}$",
+            {"query": 0.0, "score": 1.3, "context": 2.6, "lstm": 3.9, "state": 5.2, "out": 6.5},
+        )
+        _box(ax, dec_x, y["query"], query, DECODER)
+        _box(ax, enc_x, y["query"], r"$\bar h_1 \dots \bar h_{T_s}$", ENCODER, width=1.4)
+        ax.text(-1.45, y["lstm"], "$y_{t-1}$", ha="center", va="center", fontsize=11)
+        _arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
+        _box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
+        _arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["lstm"] - 0.3))  # h_{t-1} into the LSTM
+        _arrow(ax, (mid_x - 0.3, y["context"] + 0.3), (dec_x + 0.3, y["lstm"] - 0.3), color=CONTEXT)
+        _box(ax, dec_x, y["state"], "$h_t$", DECODER)
+        _arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["state"] - 0.3))
+        _box(ax, dec_x, y["out"], r"softmax$(W h_t)$", "#3b528b", width=wide)
+        _arrow(ax, (dec_x, y["state"] + 0.3), (dec_x, y["out"] - 0.3))
+        title = "Bahdanau: attend with $h_{t-1}$, then step"
+        note = "$c_t$ enters the LSTM with $y_{t-1}$"
+    else:
+        y = {"lstm": 0.0, "query": 1.3, "score": 2.6, "context": 3.9, "state": 5.2, "out": 6.5}
+        ax.text(-1.55, y["lstm"], "$y_{t-1}$;\n" + r"$\tilde h_{t-1}$", ha="center", va="center", fontsize=10)
+        _arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
+        _box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
+        _box(ax, dec_x, y["query"], "$h_t$", DECODER)
+        _arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["query"] - 0.3))
+        _box(ax, enc_x, y["query"], r"$\bar h_1 \dots \bar h_{T_s}$", ENCODER, width=1.4)
+        _box(ax, dec_x, y["state"], r"$\tilde h_t = \tanh(W_c[c_t; h_t])$", "#3b528b", width=2.3)
+        _arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["state"] - 0.3))  # h_t
+        _arrow(ax, (mid_x - 0.2, y["context"] + 0.3), (dec_x + 0.4, y["state"] - 0.3), color=CONTEXT)
+        _box(ax, dec_x, y["out"], r"softmax$(W_s \tilde h_t)$", "#3b528b", width=wide)
+        _arrow(ax, (dec_x, y["state"] + 0.3), (dec_x, y["out"] - 0.3))
+        _arrow(ax, (dec_x - 1.2, y["state"]), (-1.55, y["lstm"] + 0.45), ls="--", color="grey")
+        ax.text(
+            -1.75,
+            (y["state"] + y["lstm"]) / 2,
+            "input\nfeeding",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="grey",
+        )
+        title = "Luong: step, then attend with $h_t$"
+        note = r"$c_t$ joins $h_t$ in $\tilde h_t$"
+    _box(ax, mid_x, y["score"], "score, softmax: $a_t$", WEIGHT, width=wide)
+    _arrow(ax, (dec_x + 0.3, y["query"] + 0.3), (mid_x - 0.3, y["score"] - 0.3), color=QUERY, lw=1.6)
+    _arrow(ax, (enc_x - 0.2, y["query"] + 0.3), (mid_x + 0.3, y["score"] - 0.3))
+    _box(ax, mid_x, y["context"], r"$c_t = \sum_s a_t(s) \bar h_s$", CONTEXT, width=wide)
+    _arrow(ax, (mid_x, y["score"] + 0.3), (mid_x, y["context"] - 0.3))
+    _arrow(ax, (enc_x + 0.1, y["query"] + 0.3), (mid_x + 0.8, y["context"] - 0.3))
+    ax.text(dec_x, y["out"] + 0.6, "$y_t$", ha="center", va="center", fontsize=11)
+    ax.text(enc_x - 0.6, y["out"], note, ha="left", va="center", fontsize=9)
+    ax.set(xlim=(-2.3, 4.0), ylim=(-0.7, 7.4), title=title)
+    ax.set_axis_off()
+    return ax
+
+
+def lstm_diagram(tokens: Sequence[str] = ("<sos>", "3", "5", "7"), *, ax: Any = None) -> Any:
+    """Draw an LSTM language model unrolled over time, trained with teacher forcing.
+
+    Step ``t`` reads token ``x_t`` (its embedding ``e_t``), updates the cell state ``c_t`` and
+    the hidden state ``h_t`` from ``c_{t-1}`` and ``h_{t-1}``, and turns ``h_t`` into
+    next-token probabilities ``p_t``, scored against token ``x_{t+1}``. Every step is the
+    same cell with the same weights; only the states flow from left to right.
+
+    Args:
+        tokens: the sequence; the model reads each token but the last and predicts each but
+            the first (``T = len(tokens) - 1`` steps).
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if len(tokens) < 2:
+        raise ValueError(f"expected at least two tokens (one to read, one to predict), got {list(tokens)!r}")
+    steps = len(tokens) - 1
+    gap = 1.6
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.0, 1.5 * steps + 2.5), 4.6), constrained_layout=True)
+    rows = {"embed": 0.0, "cell": 1.3, "prob": 2.6}
+    for t in range(steps):
+        x = t * gap
+        ax.text(x, -0.9, tokens[t], ha="center", va="center", fontsize=10)
+        _arrow(ax, (x, -0.65), (x, rows["embed"] - 0.3))
+        _box(ax, x, rows["embed"], f"$e_{{{t + 1}}}$", QUERY, width=0.7)
+        _arrow(ax, (x, rows["embed"] + 0.3), (x, rows["cell"] - 0.3))
+        _box(ax, x, rows["cell"], "LSTM", ENCODER, width=0.9)
+        _arrow(ax, (x, rows["cell"] + 0.3), (x, rows["prob"] - 0.3))
+        ax.text(x + 0.08, (rows["cell"] + rows["prob"]) / 2, f"$h_{{{t + 1}}}$", va="center", fontsize=9)
+        _box(ax, x, rows["prob"], f"$p_{{{t + 1}}}$", DECODER, width=0.7)
+        _arrow(ax, (x, rows["prob"] + 0.3), (x, rows["prob"] + 0.65))
+        ax.text(
+            x, rows["prob"] + 0.9, tokens[t + 1], ha="center", va="center", fontsize=10, fontweight="bold"
+        )
+        # the states handed to the next step: c on the upper line, h on the lower
+        start = x - gap + 0.45 if t else x - gap + 0.2
+        for dy, name in ((0.12, "c"), (-0.12, "h")):
+            _arrow(ax, (start, rows["cell"] + dy), (x - 0.45, rows["cell"] + dy), color=CONTEXT)
+            ax.text((start + x - 0.45) / 2, rows["cell"] + dy + (0.13 if dy > 0 else -0.15),
+                    f"${name}_{{{t}}}$", ha="center", va="center", fontsize=8, color=CONTEXT)  # fmt: skip
+    right = (steps - 1) * gap
+    notes = {
+        "embed": "embedding: $e_t$ = row $x_t$ of the table",
+        "cell": "gates $i, f, g, o$; states $c_t$, $h_t$",
+        "prob": "$p_t$ = softmax($W h_t + b$), scored against $x_{t+1}$",
+    }
+    for row, text in notes.items():
+        ax.text(right + 0.75, rows[row], text, va="center", fontsize=9)
+    ax.text(right + 0.75, rows["prob"] + 0.9, "targets: the input shifted by one", va="center", fontsize=9)
+    ax.text(right + 0.75, -0.9, "inputs (teacher forcing: the true tokens)", va="center", fontsize=9)
+    ax.set(xlim=(-gap + 0.1, right + 4.4), ylim=(-1.3, rows["prob"] + 1.25))
+    ax.set_title(f"an LSTM unrolled over {steps} steps: one cell, the same weights at every step")
+    ax.set_axis_off()
+    return ax

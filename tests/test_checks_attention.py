@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from student_answers import assert_todo_then_error, crashes
 
 from attnlib import check
@@ -18,8 +19,14 @@ def softmax_ok(scores):
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def context_ok(inputs):
-    return torch.softmax(inputs @ inputs.T, dim=-1) @ inputs
+def cosine_context_ok(inputs):
+    unit = inputs / inputs.norm(dim=-1, keepdim=True)
+    return torch.softmax(unit @ unit.T, dim=-1) @ inputs
+
+
+def cosine_context_with_torch(inputs):
+    cos = F.cosine_similarity(inputs[:, None, :], inputs[None, :, :], dim=-1)  # (T, T)
+    return torch.softmax(cos, dim=-1) @ inputs
 
 
 def attention_ok(query, key, value):
@@ -31,6 +38,14 @@ def self_attention_ok(x, w_query, w_key, w_value):
     return attention_ok(x @ w_query, x @ w_key, x @ w_value)
 
 
+def cross_attention_ok(x_q, x_kv, w_query, w_key, w_value):
+    return attention_ok(x_q @ w_query, x_kv @ w_key, x_kv @ w_value)
+
+
+def cross_attention_with_torch(x_q, x_kv, w_query, w_key, w_value):
+    return F.scaled_dot_product_attention(x_q @ w_query, x_kv @ w_key, x_kv @ w_value)
+
+
 # ----------------------------------------------------------------------------- right answers
 
 
@@ -39,12 +54,10 @@ def self_attention_ok(x, w_query, w_key, w_value):
     [
         (check.softmax, softmax_ok),
         (check.softmax, lambda s: torch.softmax(s, dim=-1)),
-        (check.all_context_vectors, context_ok),
-        (check.scaled_dot_product_attention, attention_ok),
-        (
-            check.scaled_dot_product_attention,
-            lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v),
-        ),
+        (check.cosine_context_vectors, cosine_context_ok),
+        (check.cosine_context_vectors, cosine_context_with_torch),
+        (check.cross_attention, cross_attention_ok),
+        (check.cross_attention, cross_attention_with_torch),
         (check.fixed_self_attention, self_attention_ok),
     ],
 )
@@ -59,6 +72,8 @@ def test_predictions_pass():
     assert check.top_token("with").status == "pass"
     assert check.cross_attention_shapes((3, 4, 40), (3, 4, 9)).status == "pass"
     assert check.cross_attention_shapes(torch.Size([3, 4, 40]), [3, 4, 9]).status == "pass"
+    assert check.drop_the_scale("c", "b").status == "pass"
+    assert check.drop_the_scale(" C", "B").status == "pass"
 
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -82,33 +97,58 @@ WRONG_SOFTMAX = [
     (_exp_over_sum(keepdim=False), "keepdim=True"),
 ]
 
-WRONG_CONTEXT = [
-    (lambda x: torch.softmax(x @ x.T, dim=0) @ x, "each *row* of the weights"),
-    (lambda x: torch.softmax(x @ x.T, dim=-1).T @ x, "each *row* of the weights"),
-    (lambda x: (x @ x.T) @ x, "still need a softmax"),
-    (lambda x: torch.softmax(x @ x.T / math.sqrt(x.shape[-1]), dim=-1) @ x, "does not scale"),
-    (lambda x: torch.softmax(x @ x.T, dim=-1), "returned the weights"),
+
+def _unit(x, dim=-1):
+    return x / x.norm(dim=dim, keepdim=True)
+
+
+def _context_from(scores_fn, values_fn=lambda x: x):
+    return lambda x: torch.softmax(scores_fn(x), dim=-1) @ values_fn(x)
+
+
+WRONG_COSINE = [
+    (_context_from(lambda x: _unit(x) @ _unit(x).T, _unit), "not the normalised vectors"),
+    (_context_from(lambda x: x @ _unit(x).T), "length of the query as well"),
+    (_context_from(lambda x: _unit(x) @ x.T), "length of the key as well"),
+    (_context_from(lambda x: _unit(x, 0) @ _unit(x, 0).T), "each feature column"),
+    (
+        _context_from(lambda x: x @ x.T / ((x**2).sum(-1, keepdim=True) * (x**2).sum(-1, keepdim=True).T)),
+        "not by the sums of squares",
+    ),
+    (
+        _context_from(lambda x: (x / x.sum(-1, keepdim=True)) @ (x / x.sum(-1, keepdim=True)).T),
+        "not the sum of its entries",
+    ),
+    (_context_from(lambda x: x @ x.T), "plain dot products"),
+    (lambda x: (_unit(x) @ _unit(x).T) @ x, "still need a softmax"),
+    (lambda x: torch.softmax(_unit(x) @ _unit(x).T, dim=0) @ x, "each *row* of the weights"),
+    (lambda x: torch.softmax(_unit(x) @ _unit(x).T, dim=-1), "returned the weights"),
 ]
 
 
-def _attn(scale=None, dim=-1, transpose=True):
-    def fn(q, k, v):
-        s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale(q, v)
-        scores = q @ (k.transpose(-2, -1) if transpose else k) * s
-        return torch.softmax(scores, dim=dim) @ v
+def _cross(scale=None, dim=-1, roles="q kv kv"):
+    def fn(x_q, x_kv, w_query, w_key, w_value):
+        src = {"q": x_q, "kv": x_kv}
+        q_src, k_src, v_src = (src[r] for r in roles.split())
+        queries, keys, values = q_src @ w_query, k_src @ w_key, v_src @ w_value
+        s = 1 / math.sqrt(keys.shape[-1]) if scale is None else scale(x_q, x_kv, keys, values)
+        return torch.softmax(queries @ keys.transpose(-2, -1) * s, dim=dim) @ values
 
     return fn
 
 
-WRONG_ATTENTION = [
-    (_attn(scale=lambda q, v: 1.0), "scale is missing"),
-    (_attn(scale=lambda q, v: 1 / q.shape[-1]), "divided by Dk"),
-    (_attn(scale=lambda q, v: math.sqrt(q.shape[-1])), "multiplied by sqrt(Dk)"),
-    (_attn(dim=-2), "not dim=-2"),
-    (_attn(dim=1), "not dim=-2"),
-    (_attn(dim=0), "dim=0 is the batch"),
-    (_attn(transpose=False), "key is not transposed"),
-    (_attn(scale=lambda q, v: 1 / math.sqrt(v.shape[-1])), "value width Dv"),
+WRONG_CROSS = [
+    (_cross(roles="kv q q"), "roles are swapped"),
+    (_cross(roles="q q q"), "self-attention on `x_q`"),
+    (_cross(roles="q kv q"), "same tokens as the keys"),
+    (_cross(roles="q q kv"), "the keys come from `x_kv`"),
+    (_cross(scale=lambda xq, xkv, k, v: 1.0), "scale is missing"),
+    (_cross(scale=lambda xq, xkv, k, v: 1 / k.shape[-1]), "divided by Dk"),
+    (_cross(scale=lambda xq, xkv, k, v: 1 / math.sqrt(v.shape[-1])), "value width Dv"),
+    (_cross(scale=lambda xq, xkv, k, v: 1 / math.sqrt(xq.shape[-1])), "width of the input `x_q`"),
+    (_cross(scale=lambda xq, xkv, k, v: 1 / math.sqrt(xkv.shape[-1])), "width of the input `x_kv`"),
+    (_cross(dim=-2), "not dim=-2"),
+    (_cross(dim=1), "not dim=-2"),
 ]
 
 
@@ -130,8 +170,8 @@ WRONG_SELF_ATTENTION = [
 @pytest.mark.parametrize(
     ("check_fn", "wrong", "hint"),
     [(check.softmax, w, h) for w, h in WRONG_SOFTMAX]
-    + [(check.all_context_vectors, w, h) for w, h in WRONG_CONTEXT]
-    + [(check.scaled_dot_product_attention, w, h) for w, h in WRONG_ATTENTION]
+    + [(check.cosine_context_vectors, w, h) for w, h in WRONG_COSINE]
+    + [(check.cross_attention, w, h) for w, h in WRONG_CROSS]
     + [(check.fixed_self_attention, w, h) for w, h in WRONG_SELF_ATTENTION],
 )
 def test_typical_mistakes_get_their_hint(check_fn, wrong, hint):
@@ -173,6 +213,31 @@ def test_cross_attention_shapes_wrong_predictions(context_shape, weights_shape, 
     assert hint in verdict.message
 
 
+@pytest.mark.parametrize(
+    ("unscaled", "scaled", "hint"),
+    [
+        ("a", "b", "do not make the weights flatter"),
+        ("b", "b", "grows like d_k"),
+        ("d", "b", "never overflow"),
+        ("c", "a", "variance 1 for every d_k"),
+        ("c", "c", "variance 1 for every d_k"),
+        ("c", "d", "never overflow"),
+        ("e", "b", "one letter"),
+        (3, "b", "one letter"),
+    ],
+)
+def test_drop_the_scale_wrong_predictions(unscaled, scaled, hint):
+    verdict = check.drop_the_scale(unscaled, scaled)
+    assert not verdict
+    assert verdict.status == "fail"
+    assert hint in verdict.message
+
+
+def test_drop_the_scale_reports_each_part():
+    verdict = check.drop_the_scale("a", "c")
+    assert "without the scale" in verdict.message and "with the scale" in verdict.message
+
+
 # ----------------------------------------------------------------------------- not yet / crashes
 
 
@@ -180,8 +245,8 @@ def test_cross_attention_shapes_wrong_predictions(context_shape, weights_shape, 
     "check_fn",
     [
         check.softmax,
-        check.all_context_vectors,
-        check.scaled_dot_product_attention,
+        check.cosine_context_vectors,
+        check.cross_attention,
         check.fixed_self_attention,
     ],
 )
@@ -192,6 +257,7 @@ def test_stub_is_todo_and_crash_is_reported_without_traceback(check_fn):
 def test_prediction_placeholders_are_todo():
     assert check.top_token(...).status == "todo"
     assert check.cross_attention_shapes(..., ...).status == "todo"
+    assert check.drop_the_scale(..., "b").status == "todo"
 
 
 def test_checks_leave_the_global_random_state_alone():
@@ -199,6 +265,7 @@ def test_checks_leave_the_global_random_state_alone():
     expected = torch.rand(3)
     torch.manual_seed(0)
     check.softmax(softmax_ok)
-    check.scaled_dot_product_attention(attention_ok)
+    check.cross_attention(cross_attention_ok)
+    check.cosine_context_vectors(cosine_context_ok)
     check.fixed_self_attention(self_attention_ok)
     assert torch.equal(torch.rand(3), expected)

@@ -13,6 +13,12 @@ def right_dropout(weights, keep, p):
     return weights.masked_fill(~keep, 0.0) / (1 - p)
 
 
+def right_classic(weights, keep, p, training):
+    if training:
+        return weights.masked_fill(~keep, 0.0)  # the survivors keep their value
+    return weights * (1 - p)  # the training average of every weight
+
+
 def right_attention(queries, keys, values, keep, p):
     scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5  # (..., T, T)
     weights = attnlib.masked_softmax(scores, attnlib.causal_mask(scores.shape[-1]))
@@ -34,9 +40,21 @@ def buggy_attention(queries, keys, values, keep, p):
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ values
 
 
-def test_dropout_weights_accepts_a_right_answer():
-    verdict = check.dropout_weights(right_dropout)
+def test_classic_dropout_accepts_a_right_answer():
+    verdict = check.classic_dropout(right_classic)
     assert verdict and verdict.status == "pass", verdict.message
+
+
+def test_classic_eval_mode_is_the_average_of_train_mode():
+    # The idea the exercise rests on: averaged over many draws, train mode gives what eval mode gives.
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(6, 6), dim=-1)
+    p = 0.3
+    keep = torch.rand(20_000, 6, 6) >= p  # 20,000 independent keep-masks
+    mean_train = right_classic(weights, keep, p, training=True).mean(dim=0)
+    torch.testing.assert_close(
+        mean_train, right_classic(weights, keep[0], p, training=False), atol=0.01, rtol=0
+    )
 
 
 def test_reference_dropout_is_what_torch_dropout_computes():
@@ -53,20 +71,31 @@ def test_reference_dropout_is_what_torch_dropout_computes():
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda w, keep, p: w * keep, "scaled up by 1/(1-p)"),
-        (lambda w, keep, p: w * keep / p, "not by p"),
-        (lambda w, keep, p: w * keep * (1 - p), "multiply by 1/(1-p), not by (1-p)"),
-        (lambda w, keep, p: w * ~keep / (1 - p), "marks the weights that survive"),
+        (lambda w, keep, p, training: w * keep if training else w, "eval mode must return that average"),
+        (lambda w, keep, p, training: w * keep if training else w / (1 - p), "must shrink the weights"),
+        (lambda w, keep, p, training: w * keep if training else w * p, "probability of being KEPT"),
+        (
+            lambda w, keep, p, training: w * keep * (1 - p) if training else w * (1 - p),
+            "belongs to eval mode",
+        ),
+        (lambda w, keep, p, training: w * keep * (1 - p), "belongs to eval mode"),
+        (lambda w, keep, p, training: w * keep, "ignore `keep`"),
+        (lambda w, keep, p, training: w * keep / (1 - p) if training else w, "that is inverted dropout"),
+        (lambda w, keep, p, training: w * keep / (1 - p) if training else w * (1 - p), "no 1/(1-p) there"),
+        (
+            lambda w, keep, p, training: w * ~keep if training else w * (1 - p),
+            "marks the weights that survive",
+        ),
     ],
 )
-def test_dropout_weights_explains_typical_mistakes(wrong, hint):
-    verdict = check.dropout_weights(wrong)
+def test_classic_dropout_explains_typical_mistakes(wrong, hint):
+    verdict = check.classic_dropout(wrong)
     assert not verdict and verdict.status == "fail"
-    assert "hint:" in verdict.message and hint in verdict.message
+    assert "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
-def test_dropout_weights_reports_wrong_shape_without_hint():
-    verdict = check.dropout_weights(lambda w, keep, p: (w * keep / (1 - p)).sum(-1))
+def test_classic_dropout_reports_wrong_shape_without_hint():
+    verdict = check.classic_dropout(lambda w, keep, p, training: (w * keep).sum(-1))
     assert not verdict and "expected shape" in verdict.message and "hint" not in verdict.message
 
 
@@ -125,7 +154,7 @@ def test_attention_with_dropout_explains_typical_mistakes(wrong, hint):
     assert not verdict and "hint:" in verdict.message and hint in verdict.message
 
 
-@pytest.mark.parametrize("fn", [check.dropout_weights, check.attention_with_dropout])
+@pytest.mark.parametrize("fn", [check.classic_dropout, check.attention_with_dropout])
 def test_a_stub_is_not_yet(fn):
     def stub(*args):
         raise NotImplementedError
@@ -134,7 +163,7 @@ def test_a_stub_is_not_yet(fn):
     assert not verdict and verdict.status == "todo" and "not yet" in verdict.message
 
 
-@pytest.mark.parametrize("fn", [check.dropout_weights, check.attention_with_dropout])
+@pytest.mark.parametrize("fn", [check.classic_dropout, check.attention_with_dropout])
 def test_an_exception_is_reported_in_words(fn):
     def broken(weights, *args):
         return weights @ torch.ones(7, 7)  # a shape error in the student's code
@@ -147,6 +176,6 @@ def test_an_exception_is_reported_in_words(fn):
 
 def test_checks_leave_the_global_seed_alone():
     state = torch.random.get_rng_state()
-    check.dropout_weights(right_dropout)
+    check.classic_dropout(right_classic)
     check.attention_with_dropout(right_attention)
     assert torch.equal(state, torch.random.get_rng_state())

@@ -1,18 +1,16 @@
-"""The checks of notebooks 06-08 accept right answers and explain each typical wrong one."""
+"""The checks of notebooks 07-09 accept right answers and explain each typical wrong one."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 from student_answers import assert_todo_then_error, crashes
 
 from attnlib import check
 from attnlib.check import seq2seq as s2s_checks
 from attnlib.data import pad_sequences
 from attnlib.scorers import AttentionParams, LocalAttention
-from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq
-from attnlib.training import sequence_loss
+from attnlib.seq2seq import DecoderWithAttention
 
 # ----------------------------------------------------------------------------- right answers
 
@@ -30,8 +28,9 @@ def right_pad_torch(seqs, pad_id):
     )
 
 
-def right_shift(tgt):
-    return tgt[:, :-1], tgt[:, 1:]
+def right_reverse(src, pad_id):
+    rows = [[tok for tok in row if tok != pad_id][::-1] for row in src.tolist()]
+    return pad_sequences(rows, pad_id=pad_id)
 
 
 def right_additive(query, keys, weight, bias, v):
@@ -58,7 +57,7 @@ def right_step(decoder, x, hidden, cell, encoder_outputs, mask):
 
 
 def buggy_step(decoder, x, hidden, cell, encoder_outputs, mask):
-    """Exercise 7.3's planted bug: the mask is never passed to the attention."""
+    """Exercise 8.3's planted bug: the mask is never passed to the attention."""
     embedded = decoder.embedding(x.unsqueeze(1))
     weights = decoder.attention(hidden, encoder_outputs)
     context = torch.bmm(weights.unsqueeze(1), encoder_outputs)
@@ -90,7 +89,7 @@ def right_local(scores, p, mask, half_window):
         (check.pad_batch, right_pad),
         (check.pad_batch, right_pad_torch),
         (check.pad_batch, pad_sequences),
-        (check.teacher_forcing_shift, right_shift),
+        (check.reverse_source, right_reverse),
         (check.additive_scores, right_additive),
         (check.additive_scores, right_additive_linear),
         (check.attention_context, right_context),
@@ -109,17 +108,11 @@ def test_right_answers_pass(check_fn, answer):
 # ----------------------------------------------------------------------------- the references
 
 
-def test_teacher_forcing_shift_is_what_the_models_and_the_loss_use():
-    torch.manual_seed(0)
-    src = pad_sequences([[4, 5, 6, 7], [8, 9]])
-    tgt = pad_sequences([[1, 4, 5, 6, 7, 2], [1, 8, 9, 2]])
-    decoder_input, gold = s2s_checks._shift(tgt)
-    model = Seq2Seq(Encoder(14, 8, 1), Decoder(14, 8, 1), "cpu").eval()
-    _, hidden, cell, _ = model.encode(src)
-    logits = model(src, tgt)  # (B, Tt-1, V)
-    torch.testing.assert_close(logits, model.decoder(decoder_input, hidden, cell)[0])
-    expected_loss = F.cross_entropy(logits.reshape(-1, 14), gold.reshape(-1), ignore_index=0)
-    torch.testing.assert_close(sequence_loss(logits, tgt, 0), expected_loss)
+def test_reversed_source_reverses_each_row_and_keeps_its_padding():
+    rows = [[5, 6, 7, 8], [9, 10], [11]]
+    src = pad_sequences(rows, pad_id=3)
+    expected = pad_sequences([r[::-1] for r in rows], pad_id=3)
+    torch.testing.assert_close(s2s_checks._reversed_source(src, 3), expected)
 
 
 def test_context_reference_is_what_the_decoder_computes():
@@ -214,11 +207,9 @@ WRONG = [
     (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, 0), "fill with `pad_id`"),
     (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, pad_id).tolist(), "not a Python list"),
     (check.pad_batch, lambda seqs, pad_id: right_pad(seqs, pad_id).float(), "must be integers"),
-    (check.teacher_forcing_shift, lambda t: (t[:, 1:], t[:, :-1]), "input and gold are swapped"),
-    (check.teacher_forcing_shift, lambda t: (t[:-1], t[1:]), "not along the batch"),
-    (check.teacher_forcing_shift, lambda t: (t[:, :-1], t), "the gold starts after <sos>"),
-    (check.teacher_forcing_shift, lambda t: (t, t[:, 1:]), "stops one token short"),
-    (check.teacher_forcing_shift, lambda t: (t[:, :-1], t[:, 1:-1]), "keep <eos> in the gold"),
+    (check.reverse_source, lambda s, p: s.flip(1), "the padding moved to the front"),
+    (check.reverse_source, lambda s, p: s.flip(0), "order of the sequences in the batch"),
+    (check.reverse_source, lambda s, p: right_reverse(s, 0), "compare with pad_id"),
     (check.additive_scores, lambda *a: additive(*a, order="kq"), "the concatenation order matters"),
     (check.additive_scores, lambda *a: additive(*a, tanh=lambda t: t), "the tanh is missing"),
     (check.additive_scores, lambda *a: additive(*a, with_bias=False), "add the bias b"),
@@ -377,7 +368,7 @@ def test_scorer_parameters_prediction():
 
 FUNCTION_CHECKS = [
     check.pad_batch,
-    check.teacher_forcing_shift,
+    check.reverse_source,
     check.additive_scores,
     check.attention_context,
     check.decoder_step,
@@ -411,3 +402,57 @@ def test_student_cannot_spoil_later_cases_by_editing_inputs_in_place():
         return result
 
     assert check.attention_context(edits_in_place)
+
+
+def _good_luong_step(decoder, x, hidden, cell, encoder_outputs, mask, feed):
+    rnn_input = torch.cat((decoder.embedding(x), feed), dim=1)  # (B, 2H)
+    outputs, (hidden, cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
+    h_t = outputs.squeeze(1)
+    scores = decoder.attention.score(outputs, encoder_outputs).squeeze(1)  # (B, Ts)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    context = (weights.unsqueeze(-1) * encoder_outputs).sum(dim=1)  # (B, H)
+    attentional = torch.tanh(decoder.W_c(torch.cat((context, h_t), dim=1)))
+    return decoder.fc(attentional), hidden, cell, attentional
+
+
+def test_luong_step_accepts_a_step_written_from_the_equations():
+    verdict = check.luong_step(_good_luong_step)
+    assert verdict and verdict.status == "pass", verdict.message
+
+
+@pytest.mark.parametrize(
+    ("knobs", "hint"),
+    [
+        ({"new_query": False}, "Bahdanau's order"),
+        ({"feeding": False}, "`feed`"),
+        ({"context_first": False}, "context first"),
+        ({"squash": False}, "tanh is missing"),
+        ({"from_attentional": False}, "never reaches the logits"),
+        ({"layer": 0}, "TOP layer"),
+    ],
+)
+def test_luong_step_names_each_typical_mistake(knobs, hint):
+    from attnlib.check.seq2seq import _luong_step
+
+    verdict = check.luong_step(lambda *a: _luong_step(*a, **knobs))
+    assert not verdict and hint in verdict.message, verdict.message
+
+
+def test_luong_step_catches_unmasked_padding_and_stale_states():
+    from attnlib.check.seq2seq import _luong_step
+
+    unmasked = check.luong_step(lambda d, x, h, c, enc, m, f: _luong_step(d, x, h, c, enc, None, f))
+    assert not unmasked and "padding gets weight" in unmasked.message
+    stale_feed = check.luong_step(lambda d, x, h, c, enc, m, f: (*_luong_step(d, x, h, c, enc, m, f)[:3], f))
+    assert not stale_feed and "not the `feed` that came in" in stale_feed.message
+
+    def stale_cell(d, x, h, c, enc, m, f):
+        logits, hidden, _, attentional = _luong_step(d, x, h, c, enc, m, f)
+        return logits, hidden, c, attentional
+
+    verdict = check.luong_step(stale_cell)
+    assert not verdict and "NEW cell state" in verdict.message
+
+
+def test_luong_step_stub_and_crash():
+    assert_todo_then_error(check.luong_step, crashes, "no_such_attribute")

@@ -142,3 +142,38 @@ def test_transformer_layer_diagram_wraps_every_sublayer_in_a_residual(norm_first
     assert {"self-attention", "masked self-attention", "cross-attention"} <= set(texts)
     assert ("pre-LN" if norm_first else "post-LN") in ax.get_title()
     plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_decoder_step_diagram_puts_the_query_where_each_paper_does(kind):
+    from attnlib.diagrams import decoder_step_diagram
+
+    ax = decoder_step_diagram(kind)
+    texts = [t.get_text() for t in ax.texts]
+    assert "score, softmax: $a_t$" in texts
+    assert ("$h_{t-1}$" in texts) == (kind == "bahdanau")  # Bahdanau scores the previous state
+    assert any("tanh(W_c" in t for t in texts) == (kind == "luong")
+    plt.close(ax.figure)
+
+
+def test_decoder_step_diagram_rejects_an_unknown_kind():
+    from attnlib.diagrams import decoder_step_diagram
+
+    with pytest.raises(ValueError, match="'bahdanau' or 'luong'"):
+        decoder_step_diagram("transformer")
+
+
+def test_lstm_diagram_draws_one_cell_per_step_and_shifts_the_targets():
+    from attnlib.diagrams import lstm_diagram
+
+    ax = lstm_diagram(["<sos>", "1", "4", "7"])
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("LSTM") == 3  # one cell per step: every token but the last is read
+    assert [t for t in texts if t.startswith("$e_")] == ["$e_{1}$", "$e_{2}$", "$e_{3}$"]
+    assert [t for t in texts if t.startswith("$p_{")] == ["$p_{1}$", "$p_{2}$", "$p_{3}$"]
+    assert [t for t in texts if t.startswith("$c_")] == ["$c_{0}$", "$c_{1}$", "$c_{2}$"]
+    assert texts.count("<sos>") == 1 and texts.count("7") == 1 and texts.count("1") == 2  # read and predicted
+    assert "3 steps" in ax.get_title()
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="at least two tokens"):
+        lstm_diagram(["<sos>"])

@@ -8,7 +8,8 @@ when it is the last expression of a cell and which is truthy only when every cas
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,15 @@ class Verdict:
 
     def _repr_markdown_(self) -> str:  # JupyterLab renders this; nbval compares __repr__
         return self.message.replace("\n", "  \n")
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Random draws inside come from ``seed``; the caller's global random state is left alone,
+    so a check never moves the student's seed."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def _clone(obj: Any) -> Any:

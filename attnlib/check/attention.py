@@ -1,11 +1,13 @@
 """Exercise checks for notebooks 01 (dot-product attention) and 02 (trainable weights).
 
 Shapes: ``B`` batch, ``T`` tokens, ``Tq``/``Tk`` query/key length, ``D`` embedding width,
-``Dk`` query/key width, ``Dv`` value width.
+``Dq``/``Dkv`` widths of the sequence that asks and of the one that is read, ``Dk`` query/key
+width, ``Dv`` value width.
 
-Each check runs the student's function on a few cases, simplest first, against attnlib's own
-implementation, and recognises the typical mistakes (softmax over the wrong dimension, the
-scale forgotten or wrong, the key not transposed, ...). See :mod:`attnlib.check._core`.
+Each check runs the student's function on a few cases, simplest first, against a reference
+(attnlib's own functions where they exist), and recognises the typical mistakes (softmax over the
+wrong dimension, the scale forgotten or wrong, a role taken from the wrong sequence, ...).
+Prediction checks name the misconception behind each wrong answer. See :mod:`attnlib.check._core`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from ..functional import scaled_dot_product_attention as _sdpa
 from ._core import FAIL, PASS, TODO, Case, Mistake, Verdict, check_answer, run_check
 
 __all__ = [
-    "all_context_vectors",
+    "cosine_context_vectors",
+    "cross_attention",
     "cross_attention_shapes",
+    "drop_the_scale",
     "fixed_self_attention",
-    "scaled_dot_product_attention",
     "softmax",
     "top_token",
 ]
@@ -104,43 +107,93 @@ def softmax(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
     return run_check("Exercise 1.1 — softmax", student_fn, masked_softmax, cases, mistakes)
 
 
-def _unscaled_attention(x: torch.Tensor) -> torch.Tensor:
-    return _sdpa(x, x, x, scale=1.0)[0]
+def _cosine_scores(x: torch.Tensor) -> torch.Tensor:
+    unit = x / x.norm(dim=-1, keepdim=True)  # (T, D): every token scaled to length 1
+    return unit @ unit.T  # (T, D) @ (D, T) -> (T, T)
 
 
-def all_context_vectors(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
-    """Exercise 1.2: ``student_fn(inputs) -> context``, ``(T, D) -> (T, D)``.
+def _cosine_context(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(_cosine_scores(x), dim=-1) @ x  # (T, T) @ (T, D) -> (T, D)
 
-    Every token is at once query, key and value, with no trainable weights and no scaling:
-    ``softmax(inputs @ inputs.T, dim=-1) @ inputs``, with matrix products, no loop.
+
+def _scores_then_context(scores: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(scores, dim=-1) @ x
+
+
+def _unit(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    return x / x.norm(dim=dim, keepdim=True)
+
+
+def _sum_of_squares(x: torch.Tensor) -> torch.Tensor:
+    return (x * x).sum(dim=-1, keepdim=True)  # (T, 1)
+
+
+def cosine_context_vectors(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
+    """Exercise 1.2: ``student_fn(inputs) -> context``, ``(T, D) -> (T, D)``, attention that ignores length.
+
+    The score of query ``i`` against key ``j`` is the cosine of their angle,
+    ``x_i · x_j / (|x_i| |x_j|)``; the weights are its softmax over the keys, and the context
+    averages the *original* inputs: ``softmax(cos) @ inputs``.
     """
     cases = [
         Case("the six tokens of 'Your journey starts with one step'", (INPUTS,)),
-        Case("T=4 tokens of width D=5", (_randn(4, 5, seed=12),)),
-        Case("T=7 tokens of width D=2", (_randn(7, 2, seed=13),)),
+        Case(
+            "a token and its double (same direction, same cosines), negative entries",
+            (torch.tensor([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 1.0, 1.0], [-1.0, 0.5, 2.0]]),),
+        ),
+        Case("T=5 tokens of width D=4", (_randn(5, 4, seed=12),)),
         Case("a single token, T=1", (_randn(1, 3, seed=14),)),
     ]
     mistakes = [
         Mistake(
-            "each *row* of the weights must sum to 1 (one row per query): softmax over dim=-1, "
-            "then `weights @ inputs` (not `weights.T @ inputs`)",
-            lambda x: torch.softmax(x @ x.T, dim=0) @ x,
+            "the cosines only decide the weights; the context averages the original `inputs`, "
+            "not the normalised vectors (a value keeps its length)",
+            lambda x: _scores_then_context(_cosine_scores(x), _unit(x)),
         ),
         Mistake(
-            "the scores still need a softmax to become weights before they mix the inputs",
-            lambda x: (x @ x.T) @ x,
+            "divide by the length of the query as well as the key's: the cosine divides the dot "
+            "product by both lengths",
+            lambda x: _scores_then_context(x @ _unit(x).T, x),
         ),
         Mistake(
-            "notebook 01 does not scale the scores yet: use the plain dot products (scaling by "
-            "1/sqrt(D) comes in notebook 02)",
-            lambda x: _sdpa(x, x, x)[0],
+            "divide by the length of the key as well as the query's: otherwise long keys still win",
+            lambda x: _scores_then_context(_unit(x) @ x.T, x),
+        ),
+        Mistake(
+            "normalise each *token* (a row, dim=-1) to length 1; you normalised each feature column (dim=0)",
+            lambda x: _scores_then_context(_unit(x, dim=0) @ _unit(x, dim=0).T, x),
+        ),
+        Mistake(
+            "divide by the lengths |x| = sqrt(sum of squares), not by the sums of squares",
+            lambda x: _scores_then_context((x @ x.T) / (_sum_of_squares(x) * _sum_of_squares(x).T), x),
+        ),
+        Mistake(
+            "the length of a vector is sqrt(sum of its squared entries), not the sum of its entries",
+            lambda x: _scores_then_context(
+                (x / x.sum(dim=-1, keepdim=True)) @ (x / x.sum(dim=-1, keepdim=True)).T, x
+            ),
+        ),
+        Mistake(
+            "these are the plain dot products of this notebook: divide each one by the lengths of "
+            "its query and its key",
+            lambda x: _scores_then_context(x @ x.T, x),
+        ),
+        Mistake(
+            "the cosines still need a softmax to become weights before they mix the inputs",
+            lambda x: _cosine_scores(x) @ x,
+        ),
+        Mistake(
+            "each *row* of the weights must sum to 1 (one row per query): softmax over dim=-1",
+            lambda x: torch.softmax(_cosine_scores(x), dim=0) @ x,
         ),
         Mistake(
             "you returned the weights, not the context: multiply them with the inputs",
-            lambda x: torch.softmax(x @ x.T, dim=-1),
+            lambda x: torch.softmax(_cosine_scores(x), dim=-1),
         ),
     ]
-    return run_check("Exercise 1.2 — all context vectors", student_fn, _unscaled_attention, cases, mistakes)
+    return run_check(
+        "Exercise 1.2 — attention that ignores length", student_fn, _cosine_context, cases, mistakes
+    )
 
 
 def top_token(answer: Any) -> Verdict:
@@ -173,70 +226,109 @@ def top_token(answer: Any) -> Verdict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sdpa_context(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-    return _sdpa(q, k, v, **kwargs)[0]
+def _cross_attention(
+    x_q: torch.Tensor,
+    x_kv: torch.Tensor,
+    w_query: torch.Tensor,
+    w_key: torch.Tensor,
+    w_value: torch.Tensor,
+    *,
+    scale: float | None = None,
+    dim: int = -1,
+) -> torch.Tensor:
+    queries = x_q @ w_query  # (B, Tq, Dq) @ (Dq, Dk) -> (B, Tq, Dk)
+    keys = x_kv @ w_key  # (B, Tk, Dkv) @ (Dkv, Dk) -> (B, Tk, Dk)
+    values = x_kv @ w_value  # (B, Tk, Dkv) @ (Dkv, Dv) -> (B, Tk, Dv)
+    scale = 1.0 / math.sqrt(keys.shape[-1]) if scale is None else scale
+    scores = queries @ keys.transpose(-2, -1) * scale  # (B, Tq, Dk) @ (B, Dk, Tk) -> (B, Tq, Tk)
+    return torch.softmax(scores, dim=dim) @ values  # (B, Tq, Tk) @ (B, Tk, Dv) -> (B, Tq, Dv)
 
 
-def _softmax_then_values(scores: torch.Tensor, v: torch.Tensor, dim: int) -> torch.Tensor:
-    return torch.softmax(scores, dim=dim) @ v
+def _plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return _sdpa(q, k, v)[0]
 
 
-def scaled_dot_product_attention(
-    student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+def _cross_case(b: int, tq: int, tk: int, dq: int, dkv: int, dk: int, dv: int, seed: int) -> tuple:
+    gen = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(b, tq, dq, generator=gen),  # x_q
+        torch.randn(b, tk, dkv, generator=gen),  # x_kv
+        torch.randn(dq, dk, generator=gen) / math.sqrt(dq),  # W_query
+        torch.randn(dkv, dk, generator=gen) / math.sqrt(dkv),  # W_key
+        torch.randn(dkv, dv, generator=gen) / math.sqrt(dkv),  # W_value
+    )
+
+
+def cross_attention(
+    student_fn: Callable[
+        [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor
+    ],
 ) -> Verdict:
-    """Exercise 2.1: ``student_fn(query, key, value) -> context``.
+    """Exercise 2.1: ``student_fn(x_q, x_kv, W_query, W_key, W_value) -> context``.
 
-    ``query`` ``(B, Tq, Dk)``, ``key`` ``(B, Tk, Dk)``, ``value`` ``(B, Tk, Dv)``; returns
-    ``softmax(query @ keyᵀ / sqrt(Dk)) @ value`` of shape ``(B, Tq, Dv)``.
+    ``x_q`` ``(B, Tq, Dq)`` asks (its projections are the queries), ``x_kv`` ``(B, Tk, Dkv)`` is
+    read (its projections are the keys and the values); ``W_query`` ``(Dq, Dk)``, ``W_key``
+    ``(Dkv, Dk)``, ``W_value`` ``(Dkv, Dv)``. Returns the scaled dot-product attention context
+    ``(B, Tq, Dv)``.
     """
     cases = [
-        Case(
-            "B=1, Tq=Tk=4, Dk=Dv=4",
-            (_randn(1, 4, 4, seed=21), _randn(1, 4, 4, seed=22), _randn(1, 4, 4, seed=23)),
-        ),
-        Case(
-            "B=2, T=6, Dk=Dv=8",
-            (_randn(2, 6, 8, seed=24), _randn(2, 6, 8, seed=25), _randn(2, 6, 8, seed=26)),
-        ),
-        Case(
-            "cross-attention: B=2, Tq=5, Tk=7, Dk=16, Dv=32",
-            (_randn(2, 5, 16, seed=27), _randn(2, 7, 16, seed=28), _randn(2, 7, 32, seed=29)),
-        ),
+        Case("B=1, Tq=Tk=4, every width 3", _cross_case(1, 4, 4, 3, 3, 3, 3, seed=21)),
+        Case("B=2, Tq=3 read Tk=5; Dq=5, Dkv=7, Dk=2, Dv=6", _cross_case(2, 3, 5, 5, 7, 2, 6, seed=22)),
+        Case("B=3, Tq=6 read Tk=4; Dq=3, Dkv=4, Dk=4, Dv=2", _cross_case(3, 6, 4, 3, 4, 4, 2, seed=23)),
+        Case("a single query, Tq=1, read Tk=7", _cross_case(2, 1, 7, 2, 3, 5, 5, seed=24)),
     ]
     mistakes = [
         Mistake(
+            "the roles are swapped: the queries are projections of `x_q` (the tokens that ask), the "
+            "keys and values projections of `x_kv` (the tokens that are read)",
+            lambda xq, xkv, wq, wk, wv: _plain_attention(xkv @ wq, xq @ wk, xq @ wv),
+        ),
+        Mistake(
+            "this is self-attention on `x_q`: in cross-attention the keys and the values are "
+            "projections of `x_kv`",
+            lambda xq, xkv, wq, wk, wv: _plain_attention(xq @ wq, xq @ wk, xq @ wv),
+        ),
+        Mistake(
+            "the values must come from the same tokens as the keys (`x_kv`): the weight of key j "
+            "mixes in value j",
+            lambda xq, xkv, wq, wk, wv: _plain_attention(xq @ wq, xkv @ wk, xq @ wv),
+        ),
+        Mistake(
+            "the keys come from `x_kv`: the queries are matched against the tokens being read, "
+            "not against themselves",
+            lambda xq, xkv, wq, wk, wv: _plain_attention(xq @ wq, xq @ wk, xkv @ wv),
+        ),
+        Mistake(
             "the scale is missing: divide the scores by sqrt(Dk) before the softmax",
-            lambda q, k, v: _sdpa_context(q, k, v, scale=1.0),
+            lambda *args: _cross_attention(*args, scale=1.0),
         ),
         Mistake(
-            "you divided by Dk; divide by its square root, `math.sqrt(Dk)` (or `Dk ** 0.5`)",
-            lambda q, k, v: _sdpa_context(q, k, v, scale=1.0 / q.shape[-1]),
+            "you divided by Dk; divide by its square root",
+            lambda *args: _cross_attention(*args, scale=1.0 / args[3].shape[-1]),
         ),
         Mistake(
-            "you multiplied by sqrt(Dk); divide by it",
-            lambda q, k, v: _sdpa_context(q, k, v, scale=math.sqrt(q.shape[-1])),
+            "you scaled by the value width Dv; the scale comes from the width Dk of the projected "
+            "queries and keys",
+            lambda *args: _cross_attention(*args, scale=1.0 / math.sqrt(args[4].shape[-1])),
+        ),
+        Mistake(
+            "you scaled by the width of the input `x_q`; the scale comes from the width Dk of the "
+            "*projected* queries and keys, `W_key.shape[-1]`",
+            lambda *args: _cross_attention(*args, scale=1.0 / math.sqrt(args[0].shape[-1])),
+        ),
+        Mistake(
+            "you scaled by the width of the input `x_kv`; the scale comes from the width Dk of the "
+            "*projected* queries and keys, `W_key.shape[-1]`",
+            lambda *args: _cross_attention(*args, scale=1.0 / math.sqrt(args[1].shape[-1])),
         ),
         Mistake(
             "softmax over the wrong dimension: each query's weights over the keys must sum to 1, "
             "so use dim=-1 (the keys), not dim=-2 (the queries)",
-            lambda q, k, v: _softmax_then_values(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, -2),
-        ),
-        Mistake(
-            "softmax over the wrong dimension: dim=0 is the batch; use dim=-1 (the keys)",
-            lambda q, k, v: _softmax_then_values(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, 0),
-        ),
-        Mistake(
-            "the key is not transposed: the scores are `query @ key.transpose(-2, -1)`, "
-            "(B, Tq, Dk) @ (B, Dk, Tk) -> (B, Tq, Tk)",
-            lambda q, k, v: _softmax_then_values(q @ k / math.sqrt(q.shape[-1]), v, -1),
-        ),
-        Mistake(
-            "you scaled by the value width Dv; the scale comes from the query/key width Dk",
-            lambda q, k, v: _sdpa_context(q, k, v, scale=1.0 / math.sqrt(v.shape[-1])),
+            lambda *args: _cross_attention(*args, dim=-2),
         ),
     ]
     return run_check(
-        "Exercise 2.1 — scaled dot-product attention", student_fn, _sdpa_context, cases, mistakes
+        "Exercise 2.1 — cross-attention with projections", student_fn, _cross_attention, cases, mistakes
     )
 
 
@@ -324,6 +416,59 @@ def cross_attention_shapes(context_shape: Any, weights_shape: Any) -> Verdict:
         )
     wrong = "\n".join("   " + p.message.replace("\n", "\n   ") for p in parts if not p)
     return Verdict(False, f"{FAIL} {title}:\n{wrong}")
+
+
+_ENTROPY_CHOICES = ("a", "b", "c", "d")
+_NO_OVERFLOW = (
+    "torch's softmax subtracts each row's maximum before `exp` (exercise 1.1), so large scores never overflow"
+)
+
+
+def drop_the_scale(unscaled_entropy: Any, scaled_entropy: Any) -> Verdict:
+    """Exercise 2.4: predict how the entropy of the weights changes with ``d_k`` (an ablation).
+
+    Random queries and keys (mean 0, variance 1), 8 keys per query; as ``d_k`` grows, the mean
+    entropy of each query's weights (a) rises towards ln 8, (b) stays about the same, (c) falls
+    towards 0, or (d) becomes NaN. ``unscaled_entropy`` is the answer for the raw dot products
+    (``scale=1.0``), ``scaled_entropy`` for the scores divided by ``sqrt(d_k)``; each a letter.
+    """
+    title = "Exercise 2.4 — ablation: drop the √d_k"
+    if unscaled_entropy is ... or scaled_entropy is ...:
+        return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
+    unscaled_hints = {
+        "a": "larger scores do not make the weights flatter: softmax turns a wider spread of "
+        "scores into sharper weights (try a large factor in the temperature explorer)",
+        "b": "without the scale the variance of the scores grows like d_k (the first experiment), "
+        "so the weights cannot stay the same",
+        "d": _NO_OVERFLOW,
+    }
+    scaled_hints = {
+        "a": "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k",
+        "c": "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k",
+        "d": _NO_OVERFLOW,
+    }
+    parts = [
+        _choice("without the scale", unscaled_entropy, "c", unscaled_hints),
+        _choice("with the scale", scaled_entropy, "b", scaled_hints),
+    ]
+    if all(parts):
+        return Verdict(
+            True,
+            f"{PASS} {title}: right: without the scale the entropy falls towards 0 (each query "
+            "ends up attending to one key); with it, it stays about the same. Now run the experiment.",
+            "pass",
+        )
+    wrong = "\n".join("   " + p.message.replace("\n", "\n   ") for p in parts if not p)
+    return Verdict(False, f"{FAIL} {title}:\n{wrong}")
+
+
+def _choice(title: str, answer: Any, expected: str, hints: dict[str, str]) -> Verdict:
+    letter = answer.strip().lower() if isinstance(answer, str) else answer
+    if letter not in _ENTROPY_CHOICES:
+        return Verdict(
+            False, f'{FAIL} {title}: answer with one letter, "a", "b", "c" or "d"; got {answer!r}.'
+        )
+    return check_answer(title, letter, expected, hints.get(letter, ""))
 
 
 def _as_tuple(shape: Any) -> Any:

@@ -18,7 +18,7 @@ from ..functional import attention_scores, masked_softmax
 from ..masks import causal_mask
 from ._core import PASS, TODO, Case, Mistake, Verdict, check_answer, run_check
 
-__all__ = ["attention_with_dropout", "dropout_row_sums", "dropout_weights"]
+__all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sums"]
 
 
 def _causal_weights(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
@@ -36,51 +36,94 @@ def _reference_dropout(weights: torch.Tensor, keep: torch.Tensor, p: float) -> t
     return weights * keep / (1 - p)
 
 
-def _dropout_cases() -> list[Case]:
+def _classic_dropout(weights: torch.Tensor, keep: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    # Srivastava et al. (2014): nothing is rescaled in training; at test time every weight is
+    # multiplied by the probability of being kept, the factor its training value averages to.
+    return weights * keep if training else weights * (1 - p)
+
+
+def _classic_cases() -> list[Case]:
     gen = torch.Generator().manual_seed(4)
     cases = []
-    for name, shape, p in [
-        ("one 4x4 map, p=0.5", (4, 4), 0.5),
-        ("one 6x6 map, p=0.2", (6, 6), 0.2),
-        ("a batch (2, 5, 5), p=0.75", (2, 5, 5), 0.75),
-        ("heads (2, 3, 4, 4), p=0.1", (2, 3, 4, 4), 0.1),
-        ("p=0: nothing is dropped", (3, 3), 0.0),
+    for name, shape, p, training in [
+        ("train mode, one 4x4 map, p=0.25", (4, 4), 0.25, True),
+        ("eval mode, one 4x4 map, p=0.25", (4, 4), 0.25, False),
+        ("train mode, a batch (2, 5, 5), p=0.6", (2, 5, 5), 0.6, True),
+        ("eval mode, a batch (2, 5, 5), p=0.6", (2, 5, 5), 0.6, False),
+        ("eval mode, heads (2, 3, 4, 4), p=0.1", (2, 3, 4, 4), 0.1, False),
+        ("train mode, p=0: nothing is dropped", (3, 3), 0.0, True),
+        ("eval mode, p=0", (3, 3), 0.0, False),
     ]:
-        cases.append(Case(name, (_causal_weights(gen, shape), _keep(gen, shape, p), p)))
+        cases.append(Case(name, (_causal_weights(gen, shape), _keep(gen, shape, p), p, training)))
     return cases
 
 
-def dropout_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 4.1: ``student_fn(weights, keep, p) -> dropped weights``.
+def _train_as(train_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """A wrong answer that is right in eval mode and computes ``train_fn`` in train mode."""
+    return lambda w, keep, p, training: train_fn(w, keep, p) if training else w * (1 - p)
+
+
+def _eval_as(eval_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """A wrong answer that is right in train mode and computes ``eval_fn`` in eval mode."""
+    return lambda w, keep, p, training: w * keep if training else eval_fn(w, keep, p)
+
+
+def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 4.1: ``student_fn(weights, keep, p, training) -> weights``, dropout as in 2014.
 
     ``weights`` ``(..., Tq, Tk)`` float, ``keep`` bool of the same shape (True = the weight
-    survives), ``p`` the dropout probability; returns the same shape as ``weights``.
+    survives; in eval mode nothing is dropped and ``keep`` must be ignored), ``p`` the
+    probability of dropping, ``training`` the mode. In train mode the survivors keep their
+    value (no rescale); in eval mode the weights are scaled so that they equal the train-mode
+    weights on average.
     """
+    eval_hint = (
+        "unchanged weights are larger than what train mode gives on average: there a weight is "
+        "kept with probability 1-p and not rescaled, so it averages to (1-p) times its value, and "
+        "eval mode must return that average"
+    )
     mistakes = [
+        # Eval-mode slips first: each of them is right in train mode.
+        Mistake(eval_hint, _eval_as(lambda w, keep, p: w)),
         Mistake(
-            "the kept weights must be scaled up by 1/(1-p); without it every row sums to about "
-            "(1-p) on average instead of 1",
-            lambda w, keep, p: w * keep,
+            "eval mode must shrink the weights, not grow them: in training a weight is kept with "
+            "probability 1-p and is 0 otherwise, so it averages to less than its value",
+            _eval_as(lambda w, keep, p: w / (1 - p)),
         ),
         Mistake(
-            "divide by (1-p), the probability of being KEPT, not by p (the two only agree when p=0.5)",
-            lambda w, keep, p: w * keep / p,
+            "scale by the probability of being KEPT, 1-p (the paper calls it p: its p is the "
+            "probability of keeping, PyTorch's the probability of dropping)",
+            _eval_as(lambda w, keep, p: w * p),
         ),
         Mistake(
-            "multiply by 1/(1-p), not by (1-p): the survivors must grow to make up for the dropped ones",
-            lambda w, keep, p: w * keep * (1 - p),
+            "in eval mode nothing is dropped: use every weight and ignore `keep`",
+            _eval_as(lambda w, keep, p: w * keep * (1 - p)),
         ),
         Mistake(
-            "True in `keep` marks the weights that survive: you zeroed the kept ones and kept "
-            "the dropped ones",
-            lambda w, keep, p: w * ~keep / (1 - p),
+            "dropout is random only in train mode; in eval mode nothing is dropped: use every "
+            "weight and ignore `keep`",
+            _eval_as(lambda w, keep, p: w * keep),
+        ),
+        Mistake(
+            "in the 2014 form the survivors keep their value in training: no 1/(1-p) there (that is "
+            "inverted dropout, what nn.Dropout does today; here eval mode compensates instead)",
+            _train_as(lambda w, keep, p: w * keep / (1 - p)),
+        ),
+        Mistake(
+            "in training, multiply the weights by the keep-mask only: the scale (1-p) belongs to eval mode",
+            _train_as(lambda w, keep, p: w * keep * (1 - p)),
+        ),
+        Mistake(
+            "True in `keep` marks the weights that survive: you zeroed the kept ones and kept the "
+            "dropped ones",
+            _train_as(lambda w, keep, p: w * ~keep),
         ),
     ]
     return run_check(
-        "Exercise 4.1 — dropout on attention weights",
+        "Exercise 4.1 — dropout as in 2014",
         student_fn,
-        _reference_dropout,
-        _dropout_cases(),
+        _classic_dropout,
+        _classic_cases(),
         mistakes,
     )
 

@@ -4,8 +4,9 @@ Shapes: ``B`` batch, ``H`` heads, ``T`` tokens, ``Tq``/``Tk`` query/key length.
 
 Masks follow attnlib's convention: boolean, True = may attend (as in
 ``torch.nn.functional.scaled_dot_product_attention``). The hints recognise the usual slips:
-the opposite convention, a missing diagonal, 0/1 floats instead of booleans, a shape that
-does not broadcast over heads and queries, and NaN left in a fully masked row.
+the opposite convention, a window one key too wide or too narrow, a mask that lets a token see
+the future, ``&`` where ``|`` is meant, 0/1 floats instead of booleans, a shape that does not
+broadcast over heads, and NaN left in a fully masked row.
 See :mod:`attnlib.check._core`.
 """
 
@@ -17,86 +18,162 @@ import torch
 
 from ..functional import masked_softmax
 from ..masks import causal_mask as _causal_mask
-from ..masks import padding_mask as _padding_mask
 from ._core import Case, Mistake, Verdict, run_check
 
-__all__ = ["causal_mask", "masked_softmax_safe", "padding_mask"]
+__all__ = ["masked_softmax_safe", "prefix_lm_mask", "sliding_window_mask"]
 
 
-def causal_mask(student_fn: Callable[[int], torch.Tensor]) -> Verdict:
-    """Exercise 3.1: ``student_fn(T) -> (T, T) bool``, True = may attend (query ``i`` sees keys ``0..i``)."""
-    cases = [Case("T=4", (4,)), Case("T=7", (7,)), Case("T=1", (1,))]
-    mistakes = [
-        Mistake(
-            "the mask is inverted: in attnlib True means *may attend*, so keep the lower triangle "
-            "(tril); triu(..., diagonal=1) is the masked-out convention of Raschka (2024, ch. 3)",
-            lambda t: ~_causal_mask(t),
-        ),
-        Mistake(
-            "a token must be allowed to attend to itself: keep the diagonal (tril with diagonal=0)",
-            lambda t: torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1),
-        ),
-        Mistake(
-            "query i is row i and may see keys 0..i, the *lower* triangle; triu lets it see the future",
-            lambda t: torch.ones(t, t, dtype=torch.bool).triu(),
-        ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `dtype=torch.bool` "
-            "or `.bool()`",
-            lambda t: torch.ones(t, t).tril(),
-        ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `dtype=torch.bool` "
-            "or `.bool()`",
-            lambda t: torch.ones(t, t, dtype=torch.long).tril(),
-        ),
-    ]
-    return run_check("Exercise 3.1 — causal mask", student_fn, _causal_mask, cases, mistakes)
+def _positions(t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Query positions ``(T, 1)`` and key positions ``(1, T)``, broadcasting to every pair."""
+    pos = torch.arange(t)
+    return pos[:, None], pos[None, :]
 
 
-def padding_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
-    """Exercise 3.2: ``student_fn(tokens, pad_id) -> (B, 1, 1, Tk) bool``, False at padding.
+def _sliding_window_mask(t: int, window: int) -> torch.Tensor:
+    i, j = _positions(t)
+    return (j <= i) & (j > i - window)  # (T, T): the query itself and the window - 1 keys before it
 
-    ``tokens`` are ``(B, Tk)`` integer ids; the mask broadcasts over heads and queries of
-    ``(B, H, Tq, Tk)`` scores.
+
+def _window_mistake(condition: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> Callable:
+    def wrong(t: int, window: int) -> torch.Tensor:
+        i, j = _positions(t)
+        return condition(i, j, window)
+
+    return wrong
+
+
+def sliding_window_mask(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
+    """Exercise 3.1: ``student_fn(T, window) -> (T, T) bool``, a causal sliding window.
+
+    Query ``i`` may attend to key ``j`` when ``i - window < j <= i``: itself and the
+    ``window - 1`` keys before it (fewer near the start; the causal mask when ``window >= T``).
     """
     cases = [
-        Case("one sentence, no padding", (torch.tensor([[5, 8, 2, 9]]), 0)),
-        Case("two sentences, the second padded", (torch.tensor([[5, 8, 2, 9, 4], [7, 3, 0, 0, 0]]), 0)),
-        Case("pad_id=99", (torch.tensor([[1, 0, 99, 99], [4, 5, 6, 99], [2, 99, 99, 99]]), 99)),
-        Case("a sequence that is all padding", (torch.tensor([[3, 1, 0], [0, 0, 0]]), 0)),
+        Case("T=6, window=3", (6, 3)),
+        Case("T=8, window=2", (8, 2)),
+        Case("T=5, window=1: each token sees only itself", (5, 1)),
+        Case("T=4, window=10 (wider than the sequence)", (4, 10)),
+        Case("T=1, window=1", (1, 1)),
     ]
     mistakes = [
         Mistake(
-            "the mask is inverted: True must mark the *real* tokens (tokens != pad_id), which may "
-            "be attended to",
-            lambda tok, pad: (tok == pad)[:, None, None, :],
+            "the mask is inverted: in attnlib True means *may attend*; True must mark the keys "
+            "inside the window",
+            lambda t, w: ~_sliding_window_mask(t, w),
         ),
         Mistake(
-            "the shape (B, Tk) does not broadcast over heads and queries: insert two axes, "
-            "`mask[:, None, None, :]` -> (B, 1, 1, Tk)",
-            lambda tok, pad: tok != pad,
+            "each query sees one key too many: `window` counts the visible keys, the query itself "
+            "included (with window=3, query 5 sees keys 3, 4 and 5)",
+            _window_mistake(lambda i, j, w: (j <= i) & (j >= i - w)),
         ),
         Mistake(
-            "(B, 1, Tk) suits single-head (B, Tq, Tk) scores; for (B, H, Tq, Tk) scores insert "
-            "one more axis: (B, 1, 1, Tk)",
-            lambda tok, pad: (tok != pad)[:, None, :],
+            "each query sees one key too few: `window` counts the visible keys, the query itself "
+            "included (with window=3, query 5 sees keys 3, 4 and 5)",
+            _window_mistake(lambda i, j, w: (j <= i) & (j > i - w + 1)),
         ),
         Mistake(
-            "the key axis must come last: (B, 1, 1, Tk), i.e. `mask[:, None, None, :]`, not "
-            "`mask[:, :, None, None]`",
-            lambda tok, pad: (tok != pad)[:, :, None, None],
+            "a token must be allowed to attend to itself: the window includes the query's own position",
+            _window_mistake(lambda i, j, w: (j < i) & (j >= i - w)),
         ),
         Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
-            lambda tok, pad: (tok != pad)[:, None, None, :].float(),
+            "a band around the diagonal lets a token see the tokens after it: keep only keys at or "
+            "before the query (j <= i)",
+            _window_mistake(lambda i, j, w: (i - j).abs() < w),
         ),
         Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
-            lambda tok, pad: (tok != pad)[:, None, None, :].long(),
+            "the window alone is not causal: every key after the query is visible; it must also "
+            "satisfy j <= i (combine the two conditions with `&`)",
+            _window_mistake(lambda i, j, w: j > i - w),
+        ),
+        Mistake(
+            "this is the plain causal mask: a query must not see keys more than window - 1 positions back",
+            lambda t, w: _causal_mask(t),
+        ),
+        Mistake(
+            "rows are queries and columns keys: query i (row i) sees keys at or *before* i, below the "
+            "diagonal; your band lies above it",
+            lambda t, w: _sliding_window_mask(t, w).T,
+        ),
+        Mistake(
+            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `.bool()`",
+            lambda t, w: _sliding_window_mask(t, w).float(),
+        ),
+        Mistake(
+            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `.bool()`",
+            lambda t, w: _sliding_window_mask(t, w).long(),
         ),
     ]
-    return run_check("Exercise 3.2 — padding mask", student_fn, _padding_mask, cases, mistakes)
+    return run_check(
+        "Exercise 3.1 — a sliding-window mask", student_fn, _sliding_window_mask, cases, mistakes
+    )
+
+
+def _prefix_lm_mask(prefix_lengths: torch.Tensor, t: int) -> torch.Tensor:
+    i, j = _positions(t)
+    in_prefix = j < prefix_lengths[:, None]  # (1, T) < (B, 1) -> (B, T): is key j in the prefix?
+    return (j <= i) | in_prefix[:, None, None, :]  # (T, T) | (B, 1, 1, T) -> (B, 1, T, T)
+
+
+def _in_prefix(prefix_lengths: torch.Tensor, t: int) -> torch.Tensor:
+    return torch.arange(t)[None, :] < prefix_lengths[:, None]  # (B, T)
+
+
+def prefix_lm_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 3.2: ``student_fn(prefix_lengths, T) -> (B, 1, T, T) bool``, a prefix-LM mask.
+
+    ``prefix_lengths`` ``(B,)`` integers. Query ``i`` of sentence ``b`` may attend to key ``j``
+    when ``j <= i`` (causal) or ``j < prefix_lengths[b]`` (the prefix is visible to every query).
+    """
+    cases = [
+        Case("one sentence, T=5, prefix of 2", (torch.tensor([2]), 5)),
+        Case("three sentences, T=4, prefixes 3, 1 and 0", (torch.tensor([3, 1, 0]), 4)),
+        Case("prefix = the whole sentence, and a prefix of 2; T=5", (torch.tensor([5, 2]), 5)),
+        Case("one token, no prefix", (torch.tensor([0]), 1)),
+    ]
+    mistakes = [
+        Mistake(
+            "the mask is inverted: in attnlib True means *may attend*",
+            lambda p, t: ~_prefix_lm_mask(p, t),
+        ),
+        Mistake(
+            "a key is visible if it is at or before the query OR in the prefix: combine the two "
+            "with `|`; `&` keeps only the keys that are both",
+            lambda p, t: _causal_mask(t) & _in_prefix(p, t)[:, None, None, :],
+        ),
+        Mistake(
+            "the prefix is a set of *keys* that every query may see (the key axis comes last); you "
+            "let the queries in the prefix see every key, the tokens to be predicted included",
+            lambda p, t: _causal_mask(t) | _in_prefix(p, t)[:, None, :, None],
+        ),
+        Mistake(
+            "a prefix of length p holds positions 0 .. p-1: compare the key position with `<`, not `<=`",
+            lambda p, t: _causal_mask(t) | (torch.arange(t)[None, :] <= p[:, None])[:, None, None, :],
+        ),
+        Mistake(
+            "after the prefix a query must still see the keys at or before its own position (the "
+            "causal part)",
+            lambda p, t: _in_prefix(p, t)[:, None, None, :].expand(-1, 1, t, t),
+        ),
+        Mistake(
+            "each sentence has its own prefix length: use `prefix_lengths[b]` for sentence b, not the "
+            "first one for all",
+            lambda p, t: _prefix_lm_mask(p[:1].expand(len(p)), t),
+        ),
+        Mistake(
+            "the shape (B, T, T) does not broadcast over the heads of (B, H, T, T) scores: add the "
+            "head axis, (B, 1, T, T)",
+            lambda p, t: _prefix_lm_mask(p, t)[:, 0],
+        ),
+        Mistake(
+            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
+            lambda p, t: _prefix_lm_mask(p, t).float(),
+        ),
+        Mistake(
+            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
+            lambda p, t: _prefix_lm_mask(p, t).long(),
+        ),
+    ]
+    return run_check("Exercise 3.2 — a prefix-LM mask", student_fn, _prefix_lm_mask, cases, mistakes)
 
 
 def _naive_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -1,5 +1,5 @@
-"""Exercise checks for notebooks 06 (seq2seq without attention), 07 (Bahdanau attention) and
-08 (Luong attention); see attnlib.check._core.
+"""Exercise checks for notebooks 07 (seq2seq without attention), 08 (Bahdanau attention) and
+09 (Luong attention); see attnlib.check._core.
 
 Shapes: ``N`` sequences, ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS),
 ``Tq`` decoder steps scored at once, ``H`` hidden size, ``L`` LSTM layers, ``V`` vocabulary,
@@ -18,18 +18,17 @@ inlines it. Inputs come from local ``torch.Generator`` s and modules are built i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..data import Vocab, date_vocabs, digit_vocab, pad_sequences
+from ..data import pad_sequences
 from ..functional import masked_softmax
 from ..scorers import SCORERS, AttentionGeneral, AttentionParams, LocalAttention, make_attention
-from ..seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq
-from ._core import FAIL, PASS, TODO, Case, Mistake, Verdict, check_answer, run_check
+from ..seq2seq import Decoder, DecoderWithAttention, Encoder, LuongDecoder, Seq2Seq
+from ._core import FAIL, PASS, TODO, Case, Mistake, Verdict, check_answer, run_check, seeded
 
 __all__ = [
     "additive_scores",
@@ -39,22 +38,15 @@ __all__ = [
     "general_scores",
     "local_p_position",
     "local_p_weights",
+    "luong_step",
     "pad_batch",
+    "reverse_source",
     "scorer_parameters",
-    "teacher_forcing_shift",
 ]
 
 
 def _lengths_mask(lengths: list[int], ts: int) -> torch.Tensor:
     return torch.arange(ts)[None, :] < torch.tensor(lengths)[:, None]  # (B, Ts), True = real token
-
-
-@contextmanager
-def _seeded(seed: int) -> Iterator[None]:
-    """Build modules with a fixed seed, leaving the caller's global random state as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
 
 
 def _count(module: nn.Module) -> int:
@@ -77,7 +69,7 @@ def _require_integer_ids(verdict: Verdict, title: str, student_fn: Callable[...,
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebook 06
+# Notebook 07
 # ---------------------------------------------------------------------------------------------
 
 
@@ -87,13 +79,13 @@ def _left_padded(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
 
 
 def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Verdict:
-    """Exercise 6.1: ``student_fn(seqs, pad_id) -> (N, T)`` integer ids, padded on the right.
+    """Exercise 7.1: ``student_fn(seqs, pad_id) -> (N, T)`` integer ids, padded on the right.
 
     ``seqs`` is a list of ``N`` lists of ids of different lengths; ``T`` is the longest length
     and every shorter row is filled up with ``pad_id`` after its real ids, as
     :func:`attnlib.data.pad_sequences` does.
     """
-    title = "Exercise 6.1 — pad a batch"
+    title = "Exercise 7.1 — pad a batch"
     cases = [
         Case("three sequences, pad_id=0", ([[5, 6, 7], [8, 9], [4]], 0)),
         Case("the longest sequence is not the first", ([[3, 4], [5, 6, 7, 8, 9], [10, 11, 12]], 0)),
@@ -121,66 +113,63 @@ def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Ver
     return _require_integer_ids(verdict, title, student_fn, cases[0])
 
 
-def _targets(vocab: Vocab, *texts: str) -> torch.Tensor:
-    return pad_sequences([vocab.encode(t, sos=True, eos=True) for t in texts])  # (B, Tt): SOS ... EOS PAD...
+def _reversed_source(src: torch.Tensor, pad_id: int, *, pad: int | None = None) -> torch.Tensor:
+    """Each row's real tokens in reverse order, the padding left where it was (on the right).
+
+    ``pad`` is the id treated as padding (``pad_id`` unless a mistake says otherwise)."""
+    pad = pad_id if pad is None else pad
+    lengths = (src != pad).sum(dim=1, keepdim=True)  # (B, 1)
+    index = lengths - 1 - torch.arange(src.shape[1])  # (B, Ts): position to read, < 0 in the padding
+    reversed_ = src.gather(1, index.clamp(min=0))  # (B, Ts)
+    return torch.where(index >= 0, reversed_, torch.full_like(src, pad_id))
 
 
-def _shift(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    # What Seq2Seq/Transformer.forward feed (tgt[:, :-1]) and what sequence_loss scores (tgt[:, 1:]).
-    return tgt[:, :-1], tgt[:, 1:]  # (B, Tt-1) each
+def _ids(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows])  # (B, Ts), padded on the right
 
 
-def teacher_forcing_shift(
-    student_fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
-) -> Verdict:
-    """Exercise 6.2: ``student_fn(tgt) -> (decoder_input, gold)``, each ``(B, Tt-1)``.
+def reverse_source(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 7.2: ``student_fn(src, pad_id) -> (B, Ts)``: every source reversed, padding kept
+    on the right (Sutskever et al., 2014, §3.3).
 
-    ``tgt`` ``(B, Tt)`` holds ``SOS ... EOS PAD...``. With teacher forcing the decoder reads
-    every token but the last and learns to predict every token but the first.
+    ``src`` ``(B, Ts)`` holds token ids padded on the right with ``pad_id``.
     """
-    _, dates = date_vocabs()
-    digits = digit_vocab()
     cases = [
-        Case("one target <sos> 4 5 <eos>", (torch.tensor([[1, 4, 5, 2]]),)),
-        Case("a padded batch of digit strings", (_targets(digits, "3141", "27"),)),
-        Case("two ISO dates", (_targets(dates, "2024-03-05", "1987-10-12"),)),
-        Case("the shortest target: <sos> <eos>", (torch.tensor([[1, 2], [1, 2]]),)),
+        Case("one source, no padding", (_ids([[5, 6, 7, 8]], 0), 0)),
+        Case("a padded batch", (_ids([[5, 6, 7, 8], [9, 10], [11, 12, 13]], 0), 0)),
+        Case("a source of one token", (_ids([[4], [5, 6, 7]], 0), 0)),
+        Case("padding id 3 (not 0)", (_ids([[5, 6, 7], [8, 9]], 3), 3)),
     ]
     mistakes = [
         Mistake(
-            "input and gold are swapped: the decoder *reads* the tokens it has already seen, starting "
-            "with <sos> (tgt[:, :-1]), and *predicts* the next ones, ending with <eos> (tgt[:, 1:])",
-            lambda t: (t[:, 1:], t[:, :-1]),
+            "compare with pad_id, not with 0: the padding id is an argument",
+            lambda s, p: _reversed_source(s, p, pad=0),
         ),
         Mistake(
-            "shift along time (dim 1), not along the batch (dim 0): tgt[:, :-1] and tgt[:, 1:]",
-            lambda t: (t[:-1], t[1:]),
+            "the padding moved to the front: flipping a whole row reverses the <pad> tokens too. "
+            "Reverse only each row's real tokens (its length is the number of tokens != pad_id) and "
+            "keep the padding on the right, where the encoder expects it",
+            lambda s, p: s.flip(1),
         ),
         Mistake(
-            "the gold starts after <sos>: nobody has to predict the <sos> that every target begins with",
-            lambda t: (t[:, :-1], t),
-        ),
-        Mistake(
-            "the decoder input stops one token short: the last token is never fed in, since there "
-            "is nothing after it to predict",
-            lambda t: (t, t[:, 1:]),
-        ),
-        Mistake(
-            "keep <eos> in the gold: the model must learn when to stop",
-            lambda t: (t[:, :-1], t[:, 1:-1]),
+            "you reversed the order of the sequences in the batch (dim 0); reverse along time (dim 1)",
+            lambda s, p: s.flip(0),
         ),
     ]
-    return run_check("Exercise 6.2 — teacher forcing: shift the target", student_fn, _shift, cases, mistakes)
+    return run_check(
+        "Exercise 7.2 — reverse the source, keep the padding", student_fn, _reversed_source, cases, mistakes
+    )
 
 
-#: The model of exercise 6.3 (vocabulary size, hidden size H, layers L).
+#: The model of exercise 7.3 (vocabulary size, hidden size H, layers L).
 CONTEXT_MODEL = {"vocab_size": 14, "hidden_size": 32, "num_layers": 3}
 
 
 def _numbers_from_encoder(length: int) -> int:
     """Numbers the decoder of a no-attention Seq2Seq receives for one source of ``length`` ids."""
     v, h, layers = CONTEXT_MODEL.values()
-    with _seeded(0):
+    with seeded(0):
         model = Seq2Seq(Encoder(v, h, layers), Decoder(v, h, layers), "cpu")
     src = torch.full((1, length), 7)  # (1, Ts): any digit
     with torch.no_grad():
@@ -212,11 +201,11 @@ def _context_hint(answer: Any, length: int) -> str:
 
 
 def context_size(numbers_for_5_digits: Any, numbers_for_50_digits: Any) -> Verdict:
-    """Exercise 6.3 (prediction): how many numbers the decoder of
+    """Exercise 7.3 (prediction): how many numbers the decoder of
     ``Seq2Seq(Encoder(14, 32, 3), Decoder(14, 32, 3), "cpu")`` receives from the encoder for one
     source of 5 digits, and for one of 50 digits (``hidden`` and ``cell`` together).
     """
-    title = "Exercise 6.3 — the size of the bottleneck"
+    title = "Exercise 7.3 — the size of the bottleneck"
     if numbers_for_5_digits is ... or numbers_for_50_digits is ...:
         return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
     parts = [
@@ -237,14 +226,14 @@ def context_size(numbers_for_5_digits: Any, numbers_for_50_digits: Any) -> Verdi
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebook 07
+# Notebook 08
 # ---------------------------------------------------------------------------------------------
 
 
 def _reference_additive(
     query: torch.Tensor, keys: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, v: torch.Tensor
 ) -> torch.Tensor:
-    with _seeded(0):
+    with seeded(0):
         attention = AttentionParams(keys.shape[-1])
     with torch.no_grad():
         attention.attn.weight.copy_(weight)
@@ -277,7 +266,7 @@ def _additive_case(name: str, b: int, ts: int, h: int, seed: int) -> Case:
 
 
 def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 7.1: ``student_fn(query, keys, weight, bias, v) -> scores (B, Ts)``.
+    """Exercise 8.1: ``student_fn(query, keys, weight, bias, v) -> scores (B, Ts)``.
 
     Bahdanau's score ``v · tanh(W [s; h_j] + b)`` for every source position ``j``: ``query``
     ``(B, H)`` the decoder state ``s``, ``keys`` ``(B, Ts, H)`` the encoder outputs, ``weight``
@@ -293,7 +282,7 @@ def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     mistakes = [
         Mistake(
             "the concatenation order matters: the decoder state comes first, [s; h_j], so the first H "
-            "columns of W meet s (notebook 07 concatenates (query, encoder_outputs))",
+            "columns of W meet s (notebook 08 concatenates (query, encoder_outputs))",
             lambda *a: _additive(*a, keys_first=True),
         ),
         Mistake(
@@ -308,12 +297,12 @@ def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda *a: _additive(*a, tanh_outside=True),
         ),
         Mistake(
-            "return the scores, before the softmax: turning them into weights is the next step (7.2)",
+            "return the scores, before the softmax: turning them into weights is the next step (8.2)",
             lambda *a: torch.softmax(_additive(*a), dim=-1),
         ),
     ]
     return run_check(
-        "Exercise 7.1 — Bahdanau's additive score", student_fn, _reference_additive, cases, mistakes
+        "Exercise 8.1 — Bahdanau's additive score", student_fn, _reference_additive, cases, mistakes
     )
 
 
@@ -337,7 +326,7 @@ def _context_case(name: str, lengths: list[int], ts: int, h: int, seed: int) -> 
 
 
 def attention_context(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 7.2: ``student_fn(scores, encoder_outputs, mask) -> context (B, H)``.
+    """Exercise 8.2: ``student_fn(scores, encoder_outputs, mask) -> context (B, H)``.
 
     ``scores`` ``(B, Ts)``, ``encoder_outputs`` ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` bool, True
     for real source tokens. Softmax over the source positions with padding at zero weight, then
@@ -389,7 +378,7 @@ def attention_context(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 7.2 — the context, padding masked", student_fn, _reference_context, cases, mistakes
+        "Exercise 8.2 — the context, padding masked", student_fn, _reference_context, cases, mistakes
     )
 
 
@@ -405,7 +394,7 @@ def _step(decoder, x, hidden, cell, encoder_outputs, mask, *, context_first=Fals
 
 def _decoder_case(name: str, lengths: list[int], ts: int, layers: int, seed: int) -> Case:
     v, h, b = 9, 4, len(lengths)
-    with _seeded(seed):
+    with seeded(seed):
         decoder = DecoderWithAttention(v, h, layers, AttentionParams(h))
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(3, v, (b,), generator=gen)  # (B,) previous tokens
@@ -429,13 +418,13 @@ def _reference_step(decoder, x, hidden, cell, encoder_outputs, mask):
 
 
 def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> Verdict:
-    """Exercise 7.3 (find the bug): ``student_fn(decoder, x, hidden, cell, encoder_outputs, mask)
+    """Exercise 8.3 (find the bug): ``student_fn(decoder, x, hidden, cell, encoder_outputs, mask)
     -> (logits, hidden, cell)``, one step of ``decoder``, a :class:`DecoderWithAttention`.
 
     ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
     ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens; ``logits`` ``(B, V)``.
     """
-    title = "Exercise 7.3 — find the bug in the decoder step"
+    title = "Exercise 8.3 — find the bug in the decoder step"
     cases = [
         _decoder_case("B=2, no padding", [5, 5], 5, layers=1, seed=79),
         _decoder_case("B=2, the second source padded (2 of 5 real)", [5, 2], 5, layers=1, seed=80),
@@ -482,12 +471,12 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebook 08
+# Notebook 09
 # ---------------------------------------------------------------------------------------------
 
 
 def _reference_general(query: torch.Tensor, keys: torch.Tensor, w_a: torch.Tensor) -> torch.Tensor:
-    with _seeded(0):
+    with seeded(0):
         attention = AttentionGeneral(keys.shape[-1])
     with torch.no_grad():
         attention.W_a.weight.copy_(w_a)
@@ -501,7 +490,7 @@ def _general_case(name: str, b: int, tq: int, ts: int, h: int, seed: int) -> Cas
 
 
 def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 8.1: ``student_fn(query, keys, w_a) -> scores (B, Tq, Ts)``.
+    """Exercise 9.1: ``student_fn(query, keys, w_a) -> scores (B, Tq, Ts)``.
 
     Luong's *general* score ``h_tᵀ W_a h_s`` of every decoder state (``query`` ``(B, Tq, H)``)
     with every encoder output (``keys`` ``(B, Ts, H)``); ``w_a`` ``(H, H)`` is the weight of
@@ -540,12 +529,12 @@ def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda q, k, w: bilinear(q, k, w).transpose(1, 2),
         ),
     ]
-    return run_check("Exercise 8.1 — Luong's general score", student_fn, _reference_general, cases, mistakes)
+    return run_check("Exercise 9.1 — Luong's general score", student_fn, _reference_general, cases, mistakes)
 
 
 def _reference_position(query: torch.Tensor, w_p: torch.Tensor, v_p: torch.Tensor, mask: torch.Tensor):
     h = query.shape[-1]
-    with _seeded(0):  # p_t does not depend on the window: any D that fits the source will do
+    with seeded(0):  # p_t does not depend on the window: any D that fits the source will do
         local = LocalAttention(h, min(1, (mask.shape[1] - 1) // 2), mode="p")
     with torch.no_grad():
         local.W_p.weight.copy_(w_p)
@@ -568,7 +557,7 @@ def _position_case(name: str, b: int, tq: int, h: int, lengths: list[int], ts: i
 
 
 def local_p_position(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 8.2: ``student_fn(query, w_p, v_p, mask) -> p (B, Tq)``.
+    """Exercise 9.2: ``student_fn(query, w_p, v_p, mask) -> p (B, Tq)``.
 
     Local-p's predicted source position ``p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))`` for each
     decoder state of ``query`` ``(B, Tq, H)``; ``w_p`` ``(H, H)`` is an ``nn.Linear`` weight
@@ -605,7 +594,7 @@ def local_p_position(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda q, w, v, m: _position(q, w, v, m, sigmoid=False),
         ),
         Mistake(
-            "keep p_t real-valued: the window is centred on round(p_t), but the Gaussian of exercise 8.3 "
+            "keep p_t real-valued: the window is centred on round(p_t), but the Gaussian of exercise 9.3 "
             "uses p_t itself (and a rounded p_t would pass no gradient to W_p and v_p)",
             lambda q, w, v, m: _position(q, w, v, m).round(),
         ),
@@ -620,7 +609,7 @@ def local_p_position(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 8.2 — local-p: the predicted position", student_fn, _reference_position, cases, mistakes
+        "Exercise 9.2 — local-p: the predicted position", student_fn, _reference_position, cases, mistakes
     )
 
 
@@ -674,7 +663,7 @@ def _local_case(name: str, p: list[list[float]], lengths: list[int], ts: int, d:
 
 
 def local_p_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 8.3: ``student_fn(scores, p, mask, half_window) -> weights (B, Tq, Ts)``.
+    """Exercise 9.3: ``student_fn(scores, p, mask, half_window) -> weights (B, Tq, Ts)``.
 
     ``scores`` ``(B, Tq, Ts)``, ``p`` ``(B, Tq)`` real-valued predicted positions, ``mask``
     ``(B, Ts)`` True for real source tokens, ``half_window`` ``D``. Softmax over the positions
@@ -741,7 +730,7 @@ def local_p_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 8.3 — local-p: window and Gaussian", student_fn, _reference_local_p, cases, mistakes
+        "Exercise 9.3 — local-p: window and Gaussian", student_fn, _reference_local_p, cases, mistakes
     )
 
 
@@ -752,12 +741,12 @@ def _gaussian_at_round(scores, p, mask, half_window):
     return weights * torch.exp(-(distance**2) / (2 * (half_window / 2) ** 2))
 
 
-#: Hidden size of exercise 8.4.
+#: Hidden size of exercise 9.4.
 SCORER_HIDDEN = 64
 
 
 def _scorer_parameter_counts() -> dict[str, int]:
-    with _seeded(0):
+    with seeded(0):
         return {name: _count(make_attention(name, SCORER_HIDDEN)) for name in SCORERS}
 
 
@@ -796,10 +785,10 @@ def _concat_hint(answer: Any) -> str:
 
 
 def scorer_parameters(parameter_free: Any, concat_parameters: Any) -> Verdict:
-    """Exercise 8.4 (prediction): which of ``attnlib.scorers.SCORERS`` have no parameters (a list
+    """Exercise 9.4 (prediction): which of ``attnlib.scorers.SCORERS`` have no parameters (a list
     of names), and how many parameters ``make_attention("concat", 64)`` has.
     """
-    title = "Exercise 8.4 — which scorers learn?"
+    title = "Exercise 9.4 — which scorers learn?"
     if parameter_free is ... or concat_parameters is ...:
         return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
     counts = _scorer_parameter_counts()
@@ -839,3 +828,136 @@ def scorer_parameters(parameter_free: Any, concat_parameters: Any) -> Verdict:
         )
     lines = [f"{FAIL} {title}:"] + ["   " + p.message.replace("\n", "\n   ") for p in parts if not p]
     return Verdict(False, "\n".join(lines))
+
+
+def _luong_step(
+    decoder,
+    x,
+    hidden,
+    cell,
+    encoder_outputs,
+    mask,
+    feed,
+    *,
+    new_query=True,
+    feeding=True,
+    context_first=True,
+    squash=True,
+    from_attentional=True,
+    layer=-1,
+):
+    """One step of a :class:`LuongDecoder` from its parts, each typical slip a knob."""
+    rnn_input = decoder.embedding(x)  # (B,) -> (B, H)
+    rnn_input = torch.cat((rnn_input, feed if feeding else torch.zeros_like(feed)), dim=1)  # (B, 2H)
+    outputs, (new_hidden, new_cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
+    query = (new_hidden if new_query else hidden)[layer].unsqueeze(1)  # (B, 1, H)
+    scores = decoder.attention.score(query, encoder_outputs)  # (B, 1, Ts)
+    weights = masked_softmax(scores, None if mask is None else mask[:, None, :])  # (B, 1, Ts)
+    context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
+    h_t = outputs.squeeze(1)  # (B, H): the top layer's new state
+    pair = (context, h_t) if context_first else (h_t, context)
+    attentional = decoder.W_c(torch.cat(pair, dim=1))  # (B, 2H) -> (B, H)
+    attentional = torch.tanh(attentional) if squash else attentional
+    logits = decoder.fc(attentional if from_attentional else h_t)  # (B, V)
+    return logits, new_hidden, new_cell, attentional
+
+
+def _reference_luong_step(decoder, x, hidden, cell, encoder_outputs, mask, feed):
+    decoder._feed = feed  # h~_{t-1}; a step other than 0 keeps it
+    logits, hidden, cell = decoder(x, hidden, cell, encoder_outputs, mask, step=1)
+    attentional, decoder._feed = decoder._feed, None
+    return logits, hidden, cell, attentional
+
+
+def _luong_case(name: str, lengths: list[int], ts: int, layers: int, seed: int) -> Case:
+    v, h, b = 9, 4, len(lengths)
+    with seeded(seed):
+        decoder = LuongDecoder(v, h, layers, AttentionGeneral(h))
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randint(3, v, (b,), generator=gen)  # (B,) previous tokens
+    hidden, cell = torch.randn(layers, b, h, generator=gen), torch.randn(layers, b, h, generator=gen)
+    outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
+    feed = torch.randn(b, h, generator=gen)  # (B, H): h~_{t-1}
+    return Case(name, (decoder, x, hidden, cell, outputs, _lengths_mask(lengths, ts), feed))
+
+
+def _result(fn: Callable[..., Any], index: int) -> Callable[..., Any]:
+    """Result number ``index`` of ``fn`` when it returns four things, else the result itself."""
+
+    def part(*args: Any) -> Any:
+        out = fn(*args)
+        return out[index] if isinstance(out, (tuple, list)) and len(out) == 4 else out
+
+    return part
+
+
+def luong_step(student_fn: Callable[..., tuple]) -> Verdict:
+    """Exercise 9.5 (build it): ``student_fn(decoder, x, hidden, cell, encoder_outputs, mask, feed)
+    -> (logits, hidden, cell, attentional)``, one step of ``decoder``, a :class:`LuongDecoder`
+    with input feeding, built from its parts (Luong et al., 2015, §3).
+
+    ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
+    ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens, ``feed`` ``(B, H)`` the
+    previous attentional state; ``logits`` ``(B, V)``, ``attentional`` ``(B, H)``.
+    """
+    title = "Exercise 9.5 — one step of Luong's decoder"
+    cases = [
+        _luong_case("B=2, no padding", [5, 5], 5, layers=1, seed=91),
+        _luong_case("B=2, the second source padded (2 of 5 real)", [5, 2], 5, layers=1, seed=92),
+        _luong_case("B=3, two LSTM layers, padded sources", [6, 3, 4], 6, layers=2, seed=93),
+    ]
+    mistakes = [
+        Mistake(
+            "that is Bahdanau's order: the query must be the NEW top-layer state h_t, from the LSTM "
+            "step you just ran, not the hidden that came in",
+            lambda *a: _luong_step(*a, new_query=False)[0],
+        ),
+        Mistake(
+            "`feed` (the previous attentional state) must join the embedded token as the LSTM's input: "
+            "torch.cat((embedded, feed), dim=1)",
+            lambda *a: _luong_step(*a, feeding=False)[0],
+        ),
+        Mistake(
+            "W_c was built for [c_t; h_t], context first: torch.cat((context, h_t), dim=1)",
+            lambda *a: _luong_step(*a, context_first=False)[0],
+        ),
+        Mistake(
+            "the attentional state is tanh(W_c [c_t; h_t]): the tanh is missing",
+            lambda *a: _luong_step(*a, squash=False)[0],
+        ),
+        Mistake(
+            "predict from the attentional state h~_t = tanh(W_c[c_t; h_t]), not from h_t: "
+            "otherwise the context never reaches the logits",
+            lambda *a: _luong_step(*a, from_attentional=False)[0],
+        ),
+        Mistake(
+            "the padding gets weight: mask the scores before the softmax (attnlib.masked_softmax, "
+            "or masked_fill with -inf where mask is False)",
+            lambda d, x, h, c, enc, m, f: _luong_step(d, x, h, c, enc, None, f)[0],
+        ),
+        Mistake(
+            "with two LSTM layers the query is the TOP layer's state, hidden[-1], not hidden[0]",
+            lambda *a: _luong_step(*a, layer=0)[0],
+        ),
+    ]
+    verdict = run_check(title, _result(student_fn, 0), _result(_reference_luong_step, 0), cases, mistakes)
+    for index, name in ((3, "attentional"), (1, "hidden"), (2, "cell")):
+        if not verdict:
+            break
+        part_mistakes = [
+            Mistake(
+                "return the four results in the order (logits, hidden, cell, attentional)",
+                lambda *a, i=index: _luong_step(*a)[{1: 2, 2: 1, 3: 1}[i]],
+            ),
+            Mistake(
+                "the logits are right; now return the new attentional state tanh(W_c[c_t; h_t]) that "
+                "the next step gets as `feed`, not the `feed` that came in"
+                if name == "attentional"
+                else f"the logits are right; now return the LSTM's NEW {name} state, not the one you got",
+                lambda d, x, h, c, enc, m, f, i=index: {1: h, 2: c, 3: f}[i],
+            ),
+        ]
+        verdict = run_check(
+            title, _result(student_fn, index), _result(_reference_luong_step, index), cases, part_mistakes
+        )
+    return verdict

@@ -1,0 +1,76 @@
+"""The LSTM trace equals nn.LSTM, and the gate explorer redraws on every control."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch import nn
+
+from attnlib import data
+from attnlib.sequence_widgets import TRACE_NAMES, gate_explorer, lstm_trace
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size: int, embed: int = 3, hidden: int = 4) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed)
+        self.rnn = nn.LSTM(embed, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, vocab_size)
+
+
+def test_lstm_trace_matches_nn_lstm():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 5, batch_first=True)
+    x = torch.randn(2, 6, 3)
+    trace = lstm_trace(lstm, x)
+    outputs, (_, c_n) = lstm(x)
+    assert set(trace) == set(TRACE_NAMES) and all(v.shape == (2, 6, 5) for v in trace.values())
+    torch.testing.assert_close(trace["hidden state h"], outputs.detach())
+    torch.testing.assert_close(trace["cell state c"][:, -1], c_n[0].detach())
+    for gate in ("input gate i", "forget gate f", "output gate o"):
+        assert bool(((trace[gate] > 0) & (trace[gate] < 1)).all())
+
+
+def test_lstm_trace_rejects_what_it_cannot_trace():
+    with pytest.raises(ValueError, match="one-layer, one-direction"):
+        lstm_trace(nn.LSTM(3, 4, num_layers=2, batch_first=True), torch.randn(1, 2, 3))
+    with pytest.raises(ValueError, match=r"expected x of shape \(B, T, D\) with D=3"):
+        lstm_trace(nn.LSTM(3, 4, batch_first=True), torch.randn(1, 2, 5))
+
+
+def test_gate_explorer_redraws_when_any_control_changes(monkeypatch):
+    shown = []
+
+    def fake_show():
+        fig = plt.gcf()
+        shown.append((fig._suptitle.get_text(), [ax.get_title() for ax in fig.axes]))
+        plt.close(fig)
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    vocab = data.digit_vocab()
+    torch.manual_seed(0)
+    box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680"])
+    example, step, quantity, temperature = box.children[0].children
+    assert len(shown) == 1
+    for control, value, expected in [
+        (example, 1, "24680"),
+        (step, 3, "step 4"),
+        (quantity, "forget gate f", "forget gate f"),
+        (temperature, 2.5, "temperature 2.50"),
+    ]:
+        before = len(shown)
+        control.value = value
+        assert len(shown) == before + 1, "changing a control must redraw once"
+        suptitle, titles = shown[-1]
+        assert expected in suptitle + " ".join(titles)
+    assert shown[-1] != shown[-2]
+
+
+def test_gate_explorer_needs_the_notebook_model():
+    with pytest.raises(TypeError, match=r"\.embedding an nn\.Embedding"):
+        gate_explorer(nn.Module(), data.digit_vocab(), ["12"])
