@@ -20,7 +20,9 @@ from functools import cache
 from pathlib import Path
 
 TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
-TRAINS = re.compile(r"(?<![.\w])train\(|training\.train\(")  # attnlib's train(), not .train()
+TRAINS = re.compile(
+    r"(?<![.\w])(train|fit)\(|training\.train\("
+)  # attnlib's train() or a loop fit(), not .train()
 _seconds: dict[str, float] = defaultdict(float)
 
 

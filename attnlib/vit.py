@@ -1,0 +1,293 @@
+"""A small vision transformer (Dosovitskiy et al., 2021) on attnlib's fused-qkv ``Attention``.
+
+Shapes: ``B`` batch, ``C`` channels, ``Hi``/``Wi`` image height and width, ``P`` patch side,
+``Gh``/``Gw`` = ``Hi/P``/``Wi/P`` the patch grid, ``N = Gh * Gw`` patches, ``T = N + 1``
+tokens (the class token first), ``D`` model width, ``H`` heads, ``L`` layers, ``K`` classes.
+
+An image becomes a sequence: cut it into ``P x P`` patches, flatten each (channel-major,
+``C * P * P`` numbers, the order of a ``Conv2d`` kernel), map it linearly to ``D``, put a
+learned class token in front and add learned position embeddings. Pre-LN blocks (LayerNorm,
+attention, residual; LayerNorm, MLP, residual) follow, then a final LayerNorm; the head reads
+the class token only. Names follow timm's ``VisionTransformer`` (R. Wightman): ``patch_embed``,
+``cls_token``, ``pos_embed``, ``blocks``, ``norm``, ``head``; each block ``norm1``, ``attn``,
+``norm2``, ``mlp``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_divisible, check_positive_int, check_probability, check_rank
+from .blocks import LayerNorm
+from .multihead import Attention
+
+
+def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """Cut images into non-overlapping square patches and flatten each one.
+
+    Patches are numbered row by row over the grid; each is flattened channel first, then row,
+    then column: the order of ``F.unfold(images, patch_size, stride=patch_size)`` and of a
+    ``Conv2d`` kernel ``(D, C, P, P)``.
+
+    Args:
+        images: ``(B, C, Hi, Wi)``.
+        patch_size: ``P``; must divide ``Hi`` and ``Wi``.
+
+    Returns:
+        ``(B, N, C * P * P)``.
+    """
+    check_rank("images", images, (4,), "(B, C, Hi, Wi)")
+    p = check_positive_int("patch_size", patch_size)
+    b, c, h, w = images.shape
+    if h % p or w % p:
+        raise ValueError(
+            f"image size {h}x{w} is not divisible by patch_size={p}; choose a patch size that divides both"
+        )
+    x = images.reshape(b, c, h // p, p, w // p, p)  # (B, C, Hi, Wi) -> (B, C, Gh, P, Gw, P)
+    x = x.permute(0, 2, 4, 1, 3, 5)  # -> (B, Gh, Gw, C, P, P)
+    return x.reshape(b, (h // p) * (w // p), c * p * p)  # -> (B, N, C*P*P)
+
+
+class PatchEmbed(nn.Module):
+    """Image to patch tokens: :func:`patchify`, then one ``nn.Linear`` from ``C*P*P`` to ``D``.
+
+    timm's ``PatchEmbed`` uses a ``Conv2d`` with kernel = stride = ``P``; it computes the same
+    function (its weight is ``proj.weight.view(D, C, P, P)``), as the tests and notebook 14 show.
+
+    Args:
+        img_size: image side ``Hi = Wi``.
+        patch_size: patch side ``P``.
+        in_chans: channels ``C``.
+        embed_dim: model width ``D``.
+    """
+
+    def __init__(self, img_size: int, patch_size: int, in_chans: int, embed_dim: int) -> None:
+        super().__init__()
+        check_positive_int("img_size", img_size)
+        check_divisible(img_size, patch_size, "img_size", "patch_size")
+        self.img_size = img_size
+        self.patch_size = patch_size
+        self.in_chans = check_positive_int("in_chans", in_chans)
+        self.grid_size = img_size // patch_size
+        self.num_patches = self.grid_size**2
+        self.proj = nn.Linear(in_chans * patch_size**2, check_positive_int("embed_dim", embed_dim))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Args: images ``(B, C, Hi, Wi)``. Returns: ``(B, N, D)``."""
+        check_rank("images", images, (4,), "(B, C, Hi, Wi)")
+        expected = (self.in_chans, self.img_size, self.img_size)
+        if tuple(images.shape[1:]) != expected:
+            raise ValueError(
+                f"expected images of shape (B, C, Hi, Wi) with C={self.in_chans}, "
+                f"Hi=Wi={self.img_size}, got {tuple(images.shape)}"
+            )
+        return self.proj(patchify(images, self.patch_size))  # (B, N, C*P*P) -> (B, N, D)
+
+
+class Mlp(nn.Module):
+    """The ViT block's MLP: ``fc2(drop(gelu(fc1(x))))`` (timm's names; the paper's GELU).
+
+    Args:
+        dim: model width ``D``.
+        hidden_dim: inner width (``mlp_ratio * D``).
+        drop: dropout after the GELU and after ``fc2``.
+    """
+
+    def __init__(self, dim: int, hidden_dim: int, drop: float = 0.0) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(check_positive_int("dim", dim), check_positive_int("hidden_dim", hidden_dim))
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden_dim, dim)
+        self.drop = nn.Dropout(check_probability("drop", drop))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x ``(B, T, D)``. Returns: ``(B, T, D)``."""
+        return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))  # (B, T, D) -> (B, T, F) -> (B, T, D)
+
+
+class Block(nn.Module):
+    """One pre-LN encoder block (Dosovitskiy et al., 2021, eqs. 2-3).
+
+    ``x = x + attn(norm1(x))``, then ``x = x + mlp(norm2(x))``: the pre-LN order of notebook 10
+    (``add_norm(..., norm_first=True)``), with attnlib's fused-qkv :class:`Attention` and
+    :class:`~attnlib.blocks.LayerNorm` (``eps=1e-6``, as in timm's ViT).
+
+    Args:
+        dim: model width ``D``.
+        num_heads: heads ``H``.
+        mlp_ratio: MLP width as a multiple of ``D``.
+        qkv_bias: bias in the fused qkv projection.
+        proj_drop: dropout after the attention's output projection and in the MLP.
+        attn_drop: dropout on the attention weights.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = False,
+        proj_drop: float = 0.0,
+        attn_drop: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.norm1 = LayerNorm(dim)
+        self.attn = Attention(dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop)
+        self.norm2 = LayerNorm(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), drop=proj_drop)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x ``(B, T, D)``. Returns: ``(B, T, D)``."""
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class VisionTransformer(nn.Module):
+    """A vision transformer for small square images; the head reads the class token.
+
+    Args:
+        img_size: image side ``Hi = Wi``.
+        patch_size: patch side ``P`` (must divide ``img_size``).
+        in_chans: channels ``C``.
+        num_classes: classes ``K``.
+        embed_dim: model width ``D``.
+        depth: blocks ``L``.
+        num_heads: heads ``H`` (must divide ``embed_dim``).
+        mlp_ratio: MLP width as a multiple of ``D``.
+        qkv_bias: bias in the fused qkv projections (timm's default for ViT).
+        drop_rate: dropout on the embedded tokens, after each attention and in each MLP.
+        attn_drop_rate: dropout on the attention weights.
+    """
+
+    def __init__(
+        self,
+        img_size: int = 8,
+        patch_size: int = 2,
+        in_chans: int = 1,
+        num_classes: int = 10,
+        embed_dim: int = 64,
+        depth: int = 2,
+        num_heads: int = 4,
+        mlp_ratio: float = 2.0,
+        qkv_bias: bool = True,
+        drop_rate: float = 0.0,
+        attn_drop_rate: float = 0.0,
+    ) -> None:
+        super().__init__()
+        check_divisible(embed_dim, num_heads, "embed_dim", "num_heads")
+        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        n_tokens = self.patch_embed.num_patches + 1
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))  # (1, 1, D)
+        self.pos_embed = nn.Parameter(torch.zeros(1, n_tokens, embed_dim))  # (1, T, D)
+        self.pos_drop = nn.Dropout(check_probability("drop_rate", drop_rate))
+        self.blocks = nn.ModuleList(
+            [
+                Block(embed_dim, num_heads, mlp_ratio, qkv_bias, drop_rate, attn_drop_rate)
+                for _ in range(check_positive_int("depth", depth))
+            ]
+        )
+        self.norm = LayerNorm(embed_dim)
+        self.head = nn.Linear(embed_dim, check_positive_int("num_classes", num_classes))
+        # timm: truncated normal (std 0.02) for the position embeddings, a tiny normal for the
+        # class token; the linear layers keep PyTorch's default initialisation here.
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=1e-6)
+
+    @property
+    def num_patches(self) -> int:
+        """``N``, the patches per image."""
+        return self.patch_embed.num_patches
+
+    def tokens(self, images: torch.Tensor) -> torch.Tensor:
+        """The sequence the first block reads: class token and patches, positions added.
+
+        Args: images ``(B, C, Hi, Wi)``. Returns: ``(B, T, D)``, token 0 the class token.
+        """
+        x = self.patch_embed(images)  # (B, N, D)
+        cls = self.cls_token.expand(x.shape[0], -1, -1)  # (1, 1, D) -> (B, 1, D)
+        x = torch.cat([cls, x], dim=1)  # (B, 1 + N, D)
+        return self.pos_drop(x + self.pos_embed)  # (B, T, D) + (1, T, D)
+
+    def forward_features(self, images: torch.Tensor) -> torch.Tensor:
+        """Args: images ``(B, C, Hi, Wi)``. Returns: every token after the final norm, ``(B, T, D)``."""
+        x = self.tokens(images)
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Args: images ``(B, C, Hi, Wi)``. Returns: logits ``(B, K)``, read off the class token."""
+        return self.head(self.forward_features(images)[:, 0])  # (B, D) -> (B, K)
+
+    def attention_weights(self) -> torch.Tensor:
+        """Every block's attention weights from the latest forward pass.
+
+        Returns:
+            ``(B, L, H, T, T)``; query and key 0 are the class token, ``1..N`` the patches.
+        """
+        weights = [block.attn.last_attn_weights for block in self.blocks]
+        if any(w is None for w in weights):
+            raise RuntimeError("no attention weights yet: call the model on a batch of images first")
+        return torch.stack(weights, dim=1)  # L x (B, H, T, T) -> (B, L, H, T, T)
+
+
+def attention_rollout(weights: torch.Tensor) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema, 2020): attention traced back to the input tokens.
+
+    Per layer: average the heads, add the identity for the residual connection and
+    renormalise each row to sum to 1 (``0.5 W + 0.5 I`` when the rows of ``W`` sum to 1).
+    Then multiply across layers, the latest on the left: ``R = A_L ... A_2 A_1``. Row ``i`` of
+    ``R`` says how much token ``i`` after the last layer draws on each input token.
+
+    Args:
+        weights: ``(B, L, H, T, T)`` attention weights (``VisionTransformer.attention_weights()``),
+            or ``(L, H, T, T)`` for one example.
+
+    Returns:
+        ``(B, T, T)`` (or ``(T, T)``), every row summing to 1.
+    """
+    check_rank("weights", weights, (4, 5), "(B, L, H, T, T) or (L, H, T, T)")
+    if weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"expected square self-attention maps (..., T, T), got {tuple(weights.shape)}")
+    single = weights.ndim == 4
+    w = weights.unsqueeze(0) if single else weights  # (B, L, H, T, T)
+    t = w.shape[-1]
+    eye = torch.eye(t, dtype=w.dtype, device=w.device)
+    mixed = w.mean(dim=2) + eye  # average the heads, add the residual: (B, L, T, T)
+    mixed = mixed / mixed.sum(dim=-1, keepdim=True)  # rows sum to 1 again
+    rollout = mixed[:, 0]  # (B, T, T)
+    for layer in range(1, w.shape[1]):
+        rollout = mixed[:, layer] @ rollout  # (B, T, T) @ (B, T, T) -> (B, T, T)
+    return rollout[0] if single else rollout
+
+
+def occlude(
+    images: torch.Tensor, patch: torch.Tensor | int, patch_size: int, value: float = 0.0
+) -> torch.Tensor:
+    """A copy of ``images`` with one patch per image set to ``value`` (e.g. the background).
+
+    Args:
+        images: ``(B, C, Hi, Wi)``.
+        patch: which patch, numbered row by row from 0 (token ``patch + 1``): an int for every
+            image, or ``(B,)`` one per image.
+        patch_size: ``P``.
+        value: what the patch's pixels become.
+
+    Returns:
+        ``(B, C, Hi, Wi)``; ``images`` itself is left unchanged.
+    """
+    check_rank("images", images, (4,), "(B, C, Hi, Wi)")
+    b, _, h, w = images.shape
+    p = check_positive_int("patch_size", patch_size)
+    if h % p or w % p:
+        raise ValueError(f"image size {h}x{w} is not divisible by patch_size={p}")
+    grid_w, n = w // p, (h // p) * (w // p)
+    index = torch.as_tensor(patch).expand(b) if torch.as_tensor(patch).ndim == 0 else torch.as_tensor(patch)
+    if index.shape != (b,) or bool(((index < 0) | (index >= n)).any()):
+        raise ValueError(f"expected patch indices in [0, {n}), one per image ({b}), got {index.tolist()}")
+    out = images.clone()
+    for i, k in enumerate(index.tolist()):
+        r, c = divmod(k, grid_w)  # row-major: patch k sits in grid row k // Gw, column k % Gw
+        out[i, :, r * p : (r + 1) * p, c * p : (c + 1) * p] = value
+    return out

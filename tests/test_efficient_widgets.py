@@ -1,0 +1,58 @@
+"""Notebook 13's explorer redraws on every control, and its figures draw what they say."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from attnlib.efficient_widgets import receptive_field_explorer, rope_score_figure, tiling_diagram
+
+
+def test_receptive_field_explorer_redraws_when_any_control_changes(monkeypatch):
+    shown = []
+
+    def fake_show():
+        fig = plt.gcf()
+        images = [ax.images[0].get_array().sum() for ax in fig.axes if ax.images]
+        shown.append((fig._suptitle.get_text(), [ax.get_title() for ax in fig.axes], images))
+        plt.close(fig)
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    box = receptive_field_explorer(max_len=20)
+    window, layers, query = box.children[0].children
+    assert len(shown) == 1 and "after L=2 layers: 5 inputs reach query 19" in shown[0][1][1]
+    for control, value, expected in [
+        (window, 5, "window w=5"),
+        (layers, 3, "L·(w-1)+1 = 13"),
+        (query, 4, "5 inputs reach query 4"),  # near the start the reach is cut at position 0
+    ]:
+        before = len(shown)
+        control.value = value
+        assert len(shown) == before + 1, "changing a control must redraw once"
+        suptitle, titles, _ = shown[-1]
+        assert expected in suptitle + " ".join(titles)
+        assert shown[-1] != shown[-2]
+
+
+def test_tiling_diagram_skips_the_tiles_above_the_diagonal():
+    ax = tiling_diagram(size=8, block=2, causal=True)
+    labels = [t.get_text() for t in ax.texts]
+    assert labels.count("skipped") == 6 and sum(label.startswith("S[") for label in labels) == 10
+    plt.close("all")
+    ax = tiling_diagram(size=7, block=3, causal=False)  # 3 x 3 tiles, the last ones partial
+    assert "skipped" not in [t.get_text() for t in ax.texts]
+    plt.close("all")
+    with pytest.raises(ValueError, match="block >= 1"):
+        tiling_diagram(block=0)
+
+
+def test_rope_score_figure_curves_coincide():
+    fig = rope_score_figure(head_dim=16, max_offset=10)
+    first, second = fig.axes[0].lines[:2]
+    assert list(first.get_ydata()) == pytest.approx(list(second.get_ydata()), abs=1e-4)
+    assert fig.axes[0].get_xlabel().startswith("offset")
+    plt.close(fig)

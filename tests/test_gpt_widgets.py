@@ -1,0 +1,64 @@
+"""The sampling explorer redraws on every control, and the diagram draws."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import torch
+
+from attnlib.data import Vocab
+from attnlib.gpt import GPT
+from attnlib.gpt_widgets import encode_prompt, gpt_diagram, sampling_explorer
+
+
+def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
+    shown = []
+
+    def fake_show():
+        ax = plt.gcf().axes[0]
+        heights = [round(p.get_height(), 6) for p in ax.patches]
+        shown.append((ax.get_title(), heights))
+        plt.close("all")
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    vocab = Vocab("0123456789+=")
+    torch.manual_seed(0)
+    model = GPT(len(vocab), 16, dim=16, n_heads=2, n_layers=1)
+    with torch.no_grad():
+        model.head.weight.normal_(0.0, 2.0)  # a peaked distribution, so the controls show
+    box = sampling_explorer(model, vocab, "12+3", max_new_tokens=5)
+    prompt, temperature, top_k = box.children[0].children
+    assert len(shown) == 1 and len(shown[0][1]) == len(vocab)
+    for control, value, expected in [
+        (prompt, "45+6", "'45+6'"),
+        (temperature, 0.3, "T=0.30"),
+        (top_k, 2, "top-k=2"),
+        (temperature, 0.0, "T=0.00"),
+        (prompt, "9" * 30, "characters cut"),
+    ]:
+        before = len(shown)
+        control.value = value
+        assert len(shown) == before + 1, "changing a control must redraw once"
+        assert expected in shown[-1][0]
+        assert shown[-1] != shown[-2]
+    top2 = shown[3][1]
+    assert sum(h > 0 for h in top2) == 2 and abs(sum(top2) - 1) < 1e-5  # top-k=2: two bars, summing to 1
+    assert sorted(shown[4][1])[-1] == 1.0  # temperature 0: all on one token
+
+
+def test_encode_prompt_starts_with_sos():
+    vocab = Vocab("0123456789+=")
+    assert encode_prompt(vocab, "").tolist() == [[vocab.sos_id]]
+    assert encode_prompt(vocab, "1+").tolist() == [[vocab.sos_id, *vocab.encode("1+")]]
+
+
+def test_gpt_diagram_draws_both_panels():
+    fig = gpt_diagram(cached=3)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["decoder-only Transformer (GPT)", "one generation step with the KV cache (each layer)"]
+    texts = [t.get_text() for t in fig.axes[1].texts]
+    assert "in the cache: positions 0..2" in texts and "$q_3$" in texts
+    plt.close(fig)

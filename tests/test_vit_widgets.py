@@ -1,0 +1,75 @@
+"""Notebook 14's figures draw what they say, and its explorer redraws on every control."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from attnlib.vit import VisionTransformer
+from attnlib.vit_widgets import draw_patch_map, plot_class_attention, token_labels, vit_diagram, vit_explorer
+
+
+@pytest.fixture
+def model() -> VisionTransformer:
+    torch.manual_seed(0)
+    return VisionTransformer(embed_dim=16, depth=2, num_heads=2).eval()
+
+
+def test_patch_map_is_the_upsampled_grid():
+    _, ax = plt.subplots()
+    values = torch.arange(16.0)
+    shown = draw_patch_map(ax, torch.rand(8, 8), values)
+    drawn = torch.as_tensor(shown.get_array())
+    assert drawn.shape == (8, 8)
+    assert drawn[0, 0] == 0 and drawn[1, 1] == 0 and drawn[0, 2] == 1 and drawn[7, 7] == 15
+    assert [t.get_text() for t in ax.texts][:2] == ["p1", "p2"]
+    with pytest.raises(ValueError, match="square grid of patches"):
+        draw_patch_map(ax, torch.rand(8, 8), torch.rand(5))
+    plt.close("all")
+
+
+def test_figures(model):
+    model(torch.rand(1, 1, 8, 8))
+    fig = plot_class_attention(torch.rand(8, 8), model.attention_weights()[0])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "layer 1, head 1" in titles and "rollout (all layers)" in titles
+    ax = vit_diagram()
+    assert {"cls", "p4", "head"} <= {t.get_text() for t in ax.texts}
+    assert token_labels(4) == ["cls", "p1", "p2", "p3", "p4"]
+    plt.close("all")
+
+
+def test_explorer_redraws_when_any_control_changes(model, monkeypatch):
+    shown = []
+
+    def fake_show():
+        fig = plt.gcf()
+        shown.append(" | ".join([fig._suptitle.get_text(), *(ax.get_title() for ax in fig.axes)]))
+        plt.close(fig)
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    images = torch.rand(3, 1, 8, 8)
+    box = vit_explorer(model, images, torch.tensor([1, 2, 3]))
+    example, shown_map, occluded = box.children[0].children
+    assert len(shown) == 1 and "rollout" in shown[0]
+    for control, value, expected in [
+        (example, 2, "test image 2"),
+        (shown_map, (1, 0), "layer 1, head 0"),
+        (shown_map, (0, -1), "layer 0, mean of heads"),
+        (occluded, 5, "p6 occluded"),
+    ]:
+        before = len(shown)
+        control.value = value
+        assert len(shown) == before + 1, "changing a control must redraw once"
+        assert expected in shown[-1]
+        assert shown[-1] != shown[-2]
+
+
+def test_explorer_needs_one_channel_images_and_labels(model):
+    with pytest.raises(ValueError, match=r"expected images \(B, 1, Hi, Wi\) and labels \(B,\)"):
+        vit_explorer(model, torch.rand(3, 8, 8), torch.tensor([1, 2, 3]))
