@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable execute student slides lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable execute student slides site lock clean
 
 # Stored outputs must hold on every x86-64 CPU (README, "Outputs that hold on every CPU").
 # nbval-portable re-runs the notebooks with this CPU's vector code paths switched one
@@ -49,7 +49,8 @@ help:
 	@echo "make nbval-portable  nbval one CPU generation down (what make test runs)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
 	@echo "make student   write the student edition (solutions stubbed) into student/"
-	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/"
+	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline)"
+	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
 
@@ -100,13 +101,18 @@ execute: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python -m attnlib.student notebooks student
 
-# One reveal.js deck per notebook (speaker notes: press S). The decks load reveal.js from a
-# CDN when opened; for an offline lecture hall pass REVEAL_PREFIX=path/to/a/local/reveal.js.
+# One reveal.js deck per notebook (speaker notes: press S), opening offline from local files:
+# reveal.js is copied next to the decks from a pinned package, maths is MathML made at build
+# time, explorers are stills, progress bars and training logs are left out (attnlib/slides.py).
 SLIDES_DIR ?= build/slides
-REVEAL_PREFIX ?=
+SITE_DIR   ?= build/site
 slides: $(STAMP)
-	$(BIN)/jupyter nbconvert --to slides --output-dir $(SLIDES_DIR) \
-	  $(if $(REVEAL_PREFIX),--SlidesExporter.reveal_url_prefix=$(REVEAL_PREFIX)) notebooks/*.ipynb
+	$(BIN)/python -m attnlib.slides notebooks $(SLIDES_DIR)
+
+# The series as a static web site from the stored notebooks (nothing is re-executed), with the
+# decks copied into it: open build/site/index.html (attnlib/site.py).
+site: slides
+	$(BIN)/python -m attnlib.site notebooks $(SITE_DIR) $(SLIDES_DIR)
 
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv

@@ -124,6 +124,8 @@ def plot_length_curves(
 def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, examples: int = 50):
     """Pick a test example (or type a source) and a model; see the alignment heatmap.
 
+    While the source box holds text, the example slider is disabled: the typed source is shown.
+
     Args:
         models: name -> trained model with attention.
         data: where the examples come from (its vocabularies are used).
@@ -140,13 +142,22 @@ def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, ex
         except ValueError as error:  # e.g. a typed source shorter than a local window
             print(f"{source!r}: {error}")
 
+    example = widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description="example")
+    text = widgets.Text(
+        value="", placeholder="or type a source", description="source", continuous_update=False
+    )
+
+    # A typed source replaces the example, so the slider is disabled (not silently ignored)
+    # while the box holds text; clearing the box brings the slider and its example back.
+    def typed(change: dict) -> None:
+        example.disabled = bool(change["new"].strip())
+
+    text.observe(typed, names="value")
     return explorer(
         draw,
-        example=widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description="example"),
+        example=example,
         model=widgets.Dropdown(options=list(models), description="model"),
-        text=widgets.Text(
-            value="", placeholder="or type a source", description="source", continuous_update=False
-        ),
+        text=text,
     )
 
 

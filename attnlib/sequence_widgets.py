@@ -80,7 +80,8 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         model: a next-token model with ``embedding`` (``nn.Embedding``), ``rnn`` (one-layer,
             batch-first ``nn.LSTM``) and ``fc`` (``nn.Linear(H, V)``), as in notebook 06.
         vocab: its vocabulary; each sequence is read as ``<sos>`` + its symbols + ``<eos>``.
-        sequences: the sequences offered by the first slider.
+        sequences: the sequences offered by the first slider; the step slider ends at the
+            chosen sequence's last step.
         max_temperature: the largest temperature on the slider.
 
     Returns:
@@ -105,7 +106,6 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         traces.append({name: value[0] for name, value in trace.items()})  # (T, H) each
         labels.append(vocab.tokens(ids[0]))
         all_ids.append(ids[0].tolist())
-    longest = max(len(lab) for lab in labels) - 2
     symbols = vocab.tokens(range(len(vocab)))
 
     def draw(example: int, step: int, quantity: str, temperature: float) -> None:
@@ -138,10 +138,22 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         right.set_title(f"after {tokens[t]!r} (step {t + 1}), temperature {temperature:.2f}")
         fig.suptitle("".join(tokens[1:-1]))
 
+    def last_step(example: int) -> int:
+        return len(labels[example]) - 2  # steps read <sos> and the symbols, not <eos>
+
+    example = widgets.IntSlider(value=0, min=0, max=len(sequences) - 1, description="sequence")
+    step = widgets.IntSlider(value=min(2, last_step(0)), min=0, max=last_step(0), description="step")
+
+    # The step slider ends at the sequence's last step (a step past it would draw nothing new).
+    # Registered before the explorer's redraw, so that the redraw sees the clamped step.
+    def fit_step(change: dict) -> None:
+        step.max = last_step(change["new"])
+
+    example.observe(fit_step, names="value")
     return explorer(
         draw,
-        example=widgets.IntSlider(value=0, min=0, max=len(sequences) - 1, description="sequence"),
-        step=widgets.IntSlider(value=2, min=0, max=max(0, longest), description="step"),
+        example=example,
+        step=step,
         quantity=widgets.Dropdown(options=list(TRACE_NAMES), value="cell state c", description="show"),
         temperature=widgets.FloatSlider(
             value=1.0,

@@ -6,8 +6,16 @@ Usage: ``python -m attnlib.student [SOURCE_DIR] [TARGET_DIR]`` (``make student``
 
 A code cell tagged ``solution`` keeps its imports and the signatures and docstrings of its
 functions and classes; every function body becomes ``raise NotImplementedError``, every
-top-level assignment (a prediction) becomes ``name = ...``. The outputs of solution cells
-and of exercise-check cells are cleared; every other cell is copied unchanged.
+top-level assignment (a prediction) becomes ``name = ...``, and the tag becomes ``exercise``.
+The outputs of solution cells and of exercise-check cells are cleared. Nothing that gives an
+answer away reaches the student:
+
+- speaker notes (cells of slide type ``notes``) are dropped;
+- so is whatever follows an exercise's last check before the next heading (an experiment
+  that confirms the answer, e.g. after exercise 2.4);
+- the intro of the Exercises section says where to write: "the cell tagged ``exercise``".
+
+Every other cell is copied unchanged.
 
 ``TARGET_DIR/.edition.json`` records a hash of each file as written. A file whose content
 no longer matches (the student changed it) is left alone and reported; delete or rename it
@@ -25,9 +33,20 @@ import sys
 from pathlib import Path
 
 SOLUTION_TAG = "solution"
+EXERCISE_TAG = "exercise"
+NOTES = "notes"
 MANIFEST = ".edition.json"
 STUB = 'raise NotImplementedError("Exercise: replace this line with your code")'
 CHECK_CALL = re.compile(r"\bcheck\.\w+\(")
+EXERCISES_HEADING = re.compile(r"#{1,2}\s+Exercises\b")
+EXERCISE_HEADING = re.compile(r"#{3,}\s+Exercise\b")
+SECTION_HEADING = re.compile(r"#{1,2}\s")
+# How an Exercises intro says where to write; older wordings included, so that a new notebook
+# reads right in the student edition before `python -m attnlib.notes` has normalised it.
+_WHERE = re.compile(
+    r"in the (?:first (?:code )?cell of each exercise|cell tagged as the solution|cell tagged `\w+`)"
+)
+_HAS_CELL = re.compile(r"Each exercise has a cell for your (answer|code)(?:, tagged `\w+`,)?")
 
 
 def _source(cell: dict) -> str:
@@ -93,17 +112,57 @@ def stub_source(source: str) -> str:
     return "".join(out).rstrip("\n")
 
 
+def exercise_intro(text: str, tag: str) -> str:
+    """The Exercises intro ``text`` saying that answers go into the cell tagged ``tag``."""
+    text = _WHERE.sub(f"in the cell tagged `{tag}`", text)
+    return _HAS_CELL.sub(lambda m: f"Each exercise has a cell for your {m[1]}, tagged `{tag}`,", text)
+
+
+def is_notes(cell: dict) -> bool:
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == NOTES
+
+
+def answer_cells(cells: list[dict]) -> set[int]:
+    """Indices of the cells that give answers away: speaker notes, and in each exercise the
+    cells after its last check call (up to the next heading)."""
+    found = {i for i, cell in enumerate(cells) if is_notes(cell)}
+    region: list[int] | None = None  # the cells of the current exercise, after its heading
+    for i, cell in enumerate([*cells, {"cell_type": "markdown", "source": "## end"}]):
+        text = _source(cell).lstrip()
+        heading = cell.get("cell_type") == "markdown" and (
+            EXERCISE_HEADING.match(text) or SECTION_HEADING.match(text)
+        )
+        if heading and region is not None:
+            checks = [
+                j
+                for j in region
+                if cells[j].get("cell_type") == "code" and CHECK_CALL.search(_source(cells[j]))
+            ]
+            if checks:
+                found.update(j for j in region if j > checks[-1])
+            region = None
+        if heading and EXERCISE_HEADING.match(text):
+            region = []
+        elif region is not None:
+            region.append(i)
+    return found
+
+
 def student_notebook(nb: dict) -> dict:
-    """A copy of ``nb`` with solutions stubbed and the outputs that would give them away cleared."""
+    """A copy of ``nb`` with solutions stubbed and everything that would give them away removed."""
     nb = copy.deepcopy(nb)
+    dropped = answer_cells(nb["cells"])
+    nb["cells"] = [cell for i, cell in enumerate(nb["cells"]) if i not in dropped]
     for cell in nb["cells"]:
+        if cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(_source(cell).lstrip()):
+            cell["source"] = exercise_intro(_source(cell), EXERCISE_TAG)
         if cell.get("cell_type") != "code":
             continue
         tags = cell.get("metadata", {}).get("tags", [])
         is_solution = SOLUTION_TAG in tags
         if is_solution:
             cell["source"] = stub_source(_source(cell))
-            cell["metadata"]["tags"] = [t for t in tags if t != SOLUTION_TAG] + ["exercise"]
+            cell["metadata"]["tags"] = [t for t in tags if t != SOLUTION_TAG] + [EXERCISE_TAG]
         if is_solution or CHECK_CALL.search(_source(cell)):
             cell["outputs"] = []
             cell["execution_count"] = None

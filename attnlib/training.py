@@ -16,10 +16,13 @@ Training is deterministic for a seed (one thread, see :func:`attnlib.reproducibl
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import random
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -62,6 +65,40 @@ def sequence_loss(logits: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), gold.reshape(-1), ignore_index=pad_id)
 
 
+def progress_kind(environ: Mapping[str, str] | None = None) -> str:
+    """Which progress bar fits where the code runs.
+
+    - ``"widget"``: a Jupyter kernel that a Jupyter server started for a notebook front end
+      (JupyterLab, Notebook 7: the server sets ``JPY_SESSION_NAME``) with ipywidgets
+      installed. A widget bar, not text on stderr, which JupyterLab shows as a pink block.
+    - ``"kernel"``: any other kernel (nbval, ``make execute``, other front ends): plain text
+      on stdout, so the stored outputs read as text, not as warnings.
+    - ``"terminal"``: no kernel: plain text on stderr, as command-line tools do.
+    """
+    environ = os.environ if environ is None else environ
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    if ip is None or not hasattr(ip, "kernel"):
+        return "terminal"
+    if environ.get("JPY_SESSION_NAME") and importlib.util.find_spec("ipywidgets") is not None:
+        return "widget"
+    return "kernel"
+
+
+def progress_bar(total: int, *, disable: bool = False, kind: str | None = None):
+    """A tqdm bar over ``total`` steps of the kind :func:`progress_kind` picks; it clears itself
+    when closed (``leave=False``), and ``bar.write`` prints lines above it."""
+    kind = kind or progress_kind()
+    if kind == "widget":
+        from tqdm.notebook import tqdm as widget_bar
+
+        return widget_bar(total=total, disable=disable, leave=False)
+    from tqdm.std import tqdm
+
+    file = sys.stdout if kind == "kernel" else sys.stderr
+    return tqdm(total=total, disable=disable, file=file, mininterval=5.0, leave=False)
+
+
 def train(
     model: nn.Module,
     data: PairDataset,
@@ -98,14 +135,12 @@ def train(
         max_seconds: time budget; training stops after the step that exceeds it (the result
             then depends on the machine's speed: leave it None for reproducible runs).
         seed: seeds torch and Python's ``random`` (teacher forcing) before training.
-        progress: show a progress bar (tqdm, written to stderr).
+        progress: show a progress bar (see :func:`progress_bar`).
         log: print one line per epoch.
 
     Returns:
         A :class:`History`.
     """
-    from tqdm.std import tqdm
-
     check_positive_int("epochs", epochs)
     check_positive_int("batch_size", batch_size)
     if curriculum is not None and len(curriculum) != epochs:
@@ -134,7 +169,7 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if cosine or warm else None
     history = History()
     start = time.perf_counter()
-    bar = tqdm(total=total, disable=not progress, file=sys.stderr, mininterval=5.0, leave=False)
+    bar = progress_bar(total, disable=not progress)
     for epoch, stage in enumerate(stages):
         model.train()
         losses = []

@@ -134,6 +134,9 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
 def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     """Slide the dropout rate and the seed; see which weights drop and how the rest scale.
 
+    In eval mode (``training`` unticked) ``p`` and ``seed`` are disabled, and ``seed`` also at
+    ``p = 0``: nothing is dropped then.
+
     Args:
         weights: ``(T, T)`` attention weights. tokens: ``T`` labels.
     """
@@ -157,12 +160,20 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
             "row sums " + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
         )
 
-    return explorer(
-        draw,
-        p=widgets.FloatSlider(value=0.5, min=0.0, max=0.9, step=0.05, description="p"),
-        seed=widgets.IntSlider(value=123, min=0, max=200, description="seed"),
-        training=widgets.Checkbox(value=True, description="training"),
-    )
+    p = widgets.FloatSlider(value=0.5, min=0.0, max=0.9, step=0.05, description="p")
+    seed = widgets.IntSlider(value=123, min=0, max=200, description="seed")
+    training = widgets.Checkbox(value=True, description="training")
+
+    # In eval mode dropout is the identity, and with p = 0 no draw drops anything: the
+    # controls that would then change nothing are disabled rather than silently ignored.
+    def enable(_change: object = None) -> None:
+        p.disabled = not training.value
+        seed.disabled = not training.value or p.value == 0
+
+    for control in (p, training):
+        control.observe(enable, names="value")
+    enable()
+    return explorer(draw, p=p, seed=seed, training=training)
 
 
 def head_explorer(weights: torch.Tensor, tokens: Sequence[str]):

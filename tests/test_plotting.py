@@ -177,3 +177,183 @@ def test_lstm_diagram_draws_one_cell_per_step_and_shifts_the_targets():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="at least two tokens"):
         lstm_diagram(["<sos>"])
+
+
+# Every control of every explorer either changes what is drawn or is disabled, in every state
+# the explorer can reach by moving its controls (a silent conflict, such as a typed source
+# overriding the example slider, fails here).
+
+
+def _alternatives(control) -> list:
+    """Values other than the current one that ``control`` offers: for a slider its nearest
+    neighbour first (a step that changes nothing is the usual silent conflict), then its ends."""
+    import math
+
+    import ipywidgets as ipw
+
+    if isinstance(control, ipw.Checkbox):
+        values = [not control.value]
+    elif isinstance(control, ipw.FloatLogSlider):
+        exponent = math.log(control.value, control.base)
+        near = [
+            e for e in (exponent - control.step, exponent + control.step) if control.min <= e <= control.max
+        ]
+        values = [control.base**e for e in (*near[:1], control.min, control.max)]
+    elif isinstance(control, (ipw.IntSlider, ipw.FloatSlider)):
+        near = [
+            v
+            for v in (control.value - control.step, control.value + control.step)
+            if control.min <= v <= control.max
+        ]
+        values = [*near[:1], control.min, control.max]
+    elif isinstance(control, ipw.Text):
+        values = ["", "12 May 2021"]
+    else:  # Dropdown, ToggleButtons
+        values = list(control._options_values)
+    return [v for v in values if v != control.value]
+
+
+def _fingerprint(fig) -> str:
+    """What a figure shows, without rendering it: texts, images, bars, lines and points."""
+    parts: list = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for ax in fig.axes:
+        parts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xlim(), ax.get_ylim()]
+        parts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts]
+        parts += [im.get_array().tobytes() for im in ax.images]
+        parts += [(p.get_xy(), p.get_height(), tuple(p.get_facecolor())) for p in ax.patches]
+        parts += [line.get_xydata().tobytes() for line in ax.lines]
+        parts += [c.get_offsets().tobytes() for c in ax.collections]
+    return repr(parts)
+
+
+@pytest.fixture
+def drawings(monkeypatch):
+    """Fingerprints of the figures explorers show, newest last."""
+    shown: list[str] = []
+
+    def fake_show():
+        fig = plt.gcf()
+        shown.append(_fingerprint(fig))
+        plt.close(fig)
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    return shown
+
+
+def assert_every_control_matters(box, drawings: list[str], printed=lambda: "") -> int:
+    """Move each control to each of its values; in every state reached, every other enabled
+    control must change the drawing. Returns the number of (state, control) pairs checked."""
+    controls = list(box.children[0].children)
+    checked = 0
+
+    def current() -> tuple[str, str]:
+        return drawings[-1], printed()
+
+    for mover in controls:
+        for value in _alternatives(mover)[-2:]:  # the ends, where conflicts live
+            if mover.disabled:
+                break
+            mover.value = value
+            for control in controls:
+                if control.disabled:
+                    continue
+                before, old = current(), control.value
+                for other in _alternatives(control)[:1]:
+                    control.value = other
+                    assert current() != before, f"{control.description}={other!r} changed nothing"
+                    control.value = old
+                    checked += 1
+    return checked
+
+
+def test_every_explorer_control_changes_the_drawing_or_is_disabled(inputs, tokens, drawings):
+    scores = inputs @ inputs.T
+    weights = torch.softmax(scores, -1)
+    for box in [
+        widgets.query_explorer(inputs, tokens),
+        widgets.temperature_explorer(inputs, inputs, tokens),
+        widgets.mask_explorer(scores, tokens),
+        widgets.dropout_explorer(weights, tokens),
+        widgets.head_explorer(torch.rand(1, 2, 6, 6), tokens),
+    ]:
+        assert assert_every_control_matters(box, drawings) >= 1
+
+
+def test_dropout_controls_that_change_nothing_are_disabled(inputs, tokens, drawings):
+    p, seed, training = (
+        widgets.dropout_explorer(torch.softmax(inputs @ inputs.T, -1), tokens).children[0].children
+    )
+    assert not p.disabled and not seed.disabled
+    training.value = False  # eval: dropout is the identity
+    assert p.disabled and seed.disabled
+    training.value = True
+    p.value = 0.0  # nothing is dropped, whatever the seed
+    assert not p.disabled and seed.disabled
+
+
+def test_transformer_explorers_controls_all_matter(drawings):
+    from attnlib.transformer_widgets import cross_attention_explorer, positional_encoding_explorer
+
+    assert assert_every_control_matters(positional_encoding_explorer(max_len=20, dim=8), drawings) >= 2
+    torch.manual_seed(0)
+    w = torch.softmax(torch.randn(2, 2, 2, 4, 5), -1)  # (B, L, H, Tt, Ts)
+    box = cross_attention_explorer(w, [list("abcde"), list("vwxyz")], [list("ABCD"), list("WXYZ")])
+    assert assert_every_control_matters(box, drawings) >= 3
+
+
+def _date_models():
+    from attnlib import data
+    from attnlib.scorers import make_attention
+    from attnlib.seq2seq import DecoderWithAttention, Encoder, Seq2Seq
+
+    _, test = data.date_datasets(10, n_test=5)
+    torch.manual_seed(0)
+    models = {}
+    for name in ("general", "dot"):
+        decoder = DecoderWithAttention(len(test.tgt_vocab), 8, 1, make_attention(name, 8))
+        models[name] = Seq2Seq(Encoder(len(test.src_vocab), 8, 1), decoder, "cpu").eval()
+    return models, test
+
+
+def test_alignment_explorer_disables_the_slider_while_a_source_is_typed(drawings):
+    from attnlib.seq2seq_widgets import alignment_explorer
+
+    models, test = _date_models()
+    box = alignment_explorer(models, test, examples=3)
+    example, _, text = box.children[0].children
+    text.value = "12 May 2021"
+    assert example.disabled, "a typed source replaces the example: the slider must say so"
+    text.value = "  "  # blank: the example is shown again
+    assert not example.disabled
+    text.value = ""
+    assert assert_every_control_matters(box, drawings) >= 3
+
+
+def test_copy_explorer_controls_all_matter(drawings):
+    from attnlib import data
+    from attnlib.seq2seq import Decoder, Encoder, Seq2Seq
+    from attnlib.seq2seq_widgets import copy_explorer
+
+    vocab = data.digit_vocab()
+    torch.manual_seed(0)
+    model = Seq2Seq(Encoder(len(vocab), 8, 1), Decoder(len(vocab), 8, 1), "cpu").eval()
+    assert assert_every_control_matters(copy_explorer(model, vocab, max_len=8), drawings) >= 2
+
+
+def test_gate_explorer_controls_all_matter(drawings):
+    from torch import nn
+
+    from attnlib import data
+    from attnlib.sequence_widgets import gate_explorer
+
+    class TinyLM(nn.Module):
+        def __init__(self, vocab_size: int) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, 3)
+            self.rnn = nn.LSTM(3, 4, batch_first=True)
+            self.fc = nn.Linear(4, vocab_size)
+
+    vocab = data.digit_vocab()
+    torch.manual_seed(0)
+    box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
+    assert assert_every_control_matters(box, drawings) >= 4

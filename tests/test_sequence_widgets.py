@@ -74,3 +74,17 @@ def test_gate_explorer_redraws_when_any_control_changes(monkeypatch):
 def test_gate_explorer_needs_the_notebook_model():
     with pytest.raises(TypeError, match=r"\.embedding an nn\.Embedding"):
         gate_explorer(nn.Module(), data.digit_vocab(), ["12"])
+
+
+def test_the_step_slider_ends_at_the_chosen_sequence(monkeypatch):
+    monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    vocab = data.digit_vocab()
+    torch.manual_seed(0)
+    box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
+    example, step, _, _ = box.children[0].children
+    assert step.max == 4  # <sos> 1 3 5 7: five steps, 0..4
+    step.value = 4
+    example.value = 1
+    assert step.max == 5 and step.value == 4
+    example.value = 2
+    assert step.max == 2 and step.value == 2  # clamped: no step past the sequence's end

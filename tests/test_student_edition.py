@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -121,20 +123,156 @@ def test_a_file_not_written_by_the_tool_is_kept(tmp_path):
     assert (tmp_path / "student" / "03_demo.ipynb").read_text() == "{}"
 
 
-def test_every_series_notebook_has_exercises_that_stub_cleanly(tmp_path):
+def _text(cell: dict) -> str:
+    """A cell's source and the text of its outputs."""
+    parts = ["".join(cell.get("source", ""))]
+    for output in cell.get("outputs", []):
+        parts.append("".join(output.get("text", "")))
+        parts += ["".join(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def _kind(cell: dict) -> str:
+    source = "".join(cell["source"]).lstrip()
+    if cell["metadata"].get("slideshow", {}).get("slide_type") == "notes":
+        return "notes"
+    if "solution" in cell["metadata"].get("tags", []):
+        return "solution"
+    if cell["cell_type"] == "markdown" and source.startswith("### Exercise"):
+        return "statement"
+    if cell["cell_type"] == "markdown" and source.startswith("## Exercises"):
+        return "intro"
+    if cell["cell_type"] == "markdown" and source.startswith("## "):
+        return "heading"
+    if cell["cell_type"] == "code" and re.search(r"\bcheck\.\w+\(", source):
+        return "check"
+    return "other"
+
+
+def _answers(cells: list[dict]) -> tuple[set[str], str]:
+    """What gives an exercise away, found in the source notebook without attnlib.student, and
+    the public text it is told apart from.
+
+    Public: every cell before the Exercises heading but the speaker notes, the Exercises
+    intro, each exercise's statement, setup before the first statement, check cells' sources
+    and the References. Answers: the lines of every solution that its stub drops, the values
+    of the predictions (``name = value``, also written with thousands separators), and the
+    lines and numbers of speaker notes and of anything after an exercise's check; each only
+    where the public text does not hold it anyway.
+    """
+    public, secret, values = [], [], set()
+    exercises = False
+    after_check = False  # past an exercise's check, before the next heading
+    for cell in cells:
+        kind = _kind(cell)
+        source = "".join(cell["source"])
+        exercises = exercises or kind == "intro"
+        after_check = (after_check or kind == "check") and kind not in ("statement", "heading")
+        if kind == "solution":
+            stub = {line.strip() for line in stub_source(source).splitlines()}
+            secret += [line for line in source.splitlines() if line.strip() not in stub]
+            for node in ast.parse(source).body:
+                if isinstance(node, ast.Assign):
+                    value = eval(
+                        compile(ast.Expression(node.value), "<answer>", "eval")
+                    )  # literals, arithmetic
+                    values.add(repr(value))
+                    if isinstance(value, int) and abs(value) >= 1000:
+                        values.add(f"{value:,}")
+        elif kind == "notes" or (after_check and kind == "other"):
+            text = _text(cell)
+            secret += text.splitlines()
+            values.update(re.findall(r"\d[\d,.]*\d", text))
+        elif kind == "check":
+            public.append(source)
+        elif not exercises or kind in ("intro", "statement", "heading", "other"):
+            public.append(_text(cell))
+    public_text = "\n".join(public)
+    lines = {line.strip() for line in secret if len(line.strip()) >= 8}
+    found = {line for line in lines if line not in public_text}
+    found |= {v for v in values if len(v) >= 3 and v not in public_text}
+    return found, public_text
+
+
+@pytest.fixture(scope="module")
+def series_edition(tmp_path_factory):
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if not notebooks:
         pytest.skip("no notebooks yet")
-    report = build(ROOT / "notebooks", tmp_path)
+    target = tmp_path_factory.mktemp("student")
+    report = build(ROOT / "notebooks", target)
     assert len(report["written"]) == len(notebooks)
-    for path in notebooks:
-        original = json.loads(path.read_text())["cells"]
-        student = json.loads((tmp_path / path.name).read_text())["cells"]
-        solutions = [c for c in original if "solution" in c["metadata"].get("tags", [])]
-        assert len(solutions) >= 2, f"{path.name}: expected at least 2 exercises"
-        assert len(student) == len(original)
+    return [
+        (json.loads(p.read_text())["cells"], json.loads((target / p.name).read_text())["cells"], p.name)
+        for p in notebooks
+    ]
+
+
+def test_no_answer_reaches_the_student_edition(series_edition):
+    checked = 0
+    for original, student, name in series_edition:
+        answers, _ = _answers(original)
+        text = "\n".join(_text(c) for c in student)
+        leaked = sorted(a for a in answers if a in text)
+        assert leaked == [], f"{name}: the student edition gives away {leaked[:5]}"
+        assert not any(c["metadata"].get("slideshow", {}).get("slide_type") == "notes" for c in student)
+        checked += len(answers)
+    assert checked >= 50 * len(series_edition) // 2  # the scan has something to look for
+
+
+def test_the_scan_finds_what_a_plain_copy_would_give_away(series_edition):
+    original = next(e[0] for e in series_edition if e[2].startswith("05"))
+    answers, _ = _answers(original)
+    plain = "\n".join(_text(c) for c in original)
+    assert answers and all(a in plain for a in answers)
+    assert "655,872" in answers  # exercise 5.4's answer, quoted in the speaker notes
+
+
+def test_everything_else_is_the_same_cells(series_edition):
+    for original, student, name in series_edition:
+        by_id = {c["id"]: c for c in student}
+        assert len(by_id) == len(student)
+        solutions = [c for c in original if _kind(c) == "solution"]
+        assert len(solutions) >= 2, f"{name}: expected at least 2 exercises"
+        exercises = False
+        last_check_seen = False
+        for cell in original:
+            kind = _kind(cell)
+            exercises = exercises or kind == "intro"
+            last_check_seen = (last_check_seen or kind == "check") and kind not in ("statement", "heading")
+            after = by_id.get(cell["id"])
+            if after is None:  # dropped: speaker notes, or what follows an exercise's check
+                assert kind == "notes" or (exercises and last_check_seen and kind == "other"), (
+                    name,
+                    cell["id"],
+                )
+            elif kind == "solution":
+                assert after["metadata"]["tags"] == ["exercise"] and after["outputs"] == []
+                assert after["source"] == stub_source("".join(cell["source"]))
+            elif kind == "check":
+                assert after["source"] == cell["source"] and after["outputs"] == []
+            elif kind == "intro":
+                text = "".join(after["source"])
+                assert "tagged `exercise`" in text and "solution" not in text, name
+            else:  # runs as before: the very same cell, outputs included
+                assert after == cell, (name, cell["id"])
         stubs = [c for c in student if "exercise" in c["metadata"].get("tags", [])]
         assert len(stubs) == len(solutions)
+
+
+def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
+    """The student edition of notebook 01 runs: every check says "not yet" instead of failing."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(next((ROOT / "notebooks").glob("01_*.ipynb")), as_version=4)
+    from attnlib.student import student_notebook
+
+    nb = nbformat.from_dict(student_notebook(nb))
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
+    ).execute()
+    checks = [c for c in nb.cells if _kind(c) == "check"]
+    assert checks and all("not yet" in _text(c).lower() for c in checks)
 
 
 def test_make_slides_builds_one_deck_per_notebook(tmp_path):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlib import training
 from attnlib.data import EOS_ID, PAD_ID, SOS_ID, PairDataset, digit_datasets, digit_vocab
 from attnlib.scorers import make_attention
 from attnlib.seq2seq import DecoderWithAttention, Encoder, Seq2Seq
@@ -167,3 +170,48 @@ def test_gradients_are_clipped_every_step(monkeypatch, clip):
         assert all(max_norm == clip and after <= clip + 1e-5 for max_norm, _, after in calls)
         assert any(before > clip for _, before, _ in calls)  # clipping did something
     assert count_parameters(model) == sum(p.numel() for p in model.parameters())
+
+
+class FakeKernelShell:
+    kernel = object()
+
+
+@pytest.fixture
+def in_kernel(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=FakeKernelShell))
+
+
+def test_progress_is_text_on_stderr_outside_a_kernel(monkeypatch, capsys):
+    import types
+
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
+    assert training.progress_kind({"JPY_SESSION_NAME": "nb.ipynb"}) == "terminal"
+    monkeypatch.delitem(sys.modules, "IPython")
+    assert training.progress_kind({}) == "terminal"
+    bar = training.progress_bar(3, kind="terminal")
+    bar.update(3)
+    bar.close()
+    out, err = capsys.readouterr()
+    assert "0/3" in err and out == ""  # the bar drawn at the start (then every 5 s)
+
+
+def test_progress_is_a_widget_in_a_kernel_a_jupyter_server_started(in_kernel, monkeypatch):
+    from tqdm.notebook import tqdm as widget_bar
+
+    assert training.progress_kind({"JPY_SESSION_NAME": "notebooks/07.ipynb"}) == "widget"
+    assert isinstance(training.progress_bar(3, disable=True, kind="widget"), widget_bar)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # no ipywidgets
+    assert training.progress_kind({"JPY_SESSION_NAME": "notebooks/07.ipynb"}) == "kernel"
+
+
+def test_progress_is_text_on_stdout_under_nbval_and_nbconvert(in_kernel, capsys):
+    """Kernels started by nbval and nbconvert (jupyter_client) get no JPY_SESSION_NAME."""
+    assert training.progress_kind({}) == "kernel"
+    bar = training.progress_bar(3, kind="kernel")
+    bar.update(3)
+    bar.write("epoch  1/1  loss 0.1000", file=sys.stdout)
+    bar.close()
+    out, err = capsys.readouterr()
+    assert "0/3" in out and "epoch  1/1" in out and err == ""

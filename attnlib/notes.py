@@ -1,0 +1,125 @@
+"""Keep speaker notes out of the students' way, and tell instructors how to present live.
+
+Usage: ``python -m attnlib.notes notebooks`` (or one or more ``.ipynb`` paths). Idempotent:
+a second run changes nothing. Only markdown is edited, so no re-execution is needed.
+
+Every speaker-notes cell (slide type ``notes``, which RISE and ``make slides`` show as
+speaker notes, key ``S``) gets
+
+- :data:`LABEL` as its first line, so a reader who meets it knows it is for the instructor;
+- ``metadata.jupyter.source_hidden = true``: JupyterLab shows it collapsed to a thin bar
+  (click the bar to read it); slides and decks ignore this setting and still show the notes.
+
+The first notes cell also holds :data:`PRESENTING`, how to present the notebook live with RISE,
+and the Exercises intro says where answers go (the cell tagged ``solution``; the student
+edition of :mod:`attnlib.student` says ``exercise``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from .student import EXERCISES_HEADING, SOLUTION_TAG, exercise_intro, is_notes
+
+LABEL = "**Instructor notes** (hidden in the student edition; press S in the slides)"
+PRESENTING = (
+    "*Presenting live with RISE:* in JupyterLab run all cells first (Run → Run All Cells) and "
+    "save, then press `Alt+R` for the slides and `S` for these notes. An explorer's slide "
+    "shows raw `VBox(...)` text until its cell has run in a live kernel: if one does, select "
+    "that cell and press `Shift+Enter`."
+)
+# The opening words the notes had before the label, now said by the label.
+_OLD_OPENING = re.compile(r"\ASpeaker notes(?: \(([^)]*)\))?\.\s*")
+
+
+def _text(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _label(text: str, first: bool) -> str:
+    body = text.removeprefix(LABEL).lstrip("\n").removeprefix(PRESENTING).lstrip("\n")
+    opening = _OLD_OPENING.match(body)
+    if opening:  # "Speaker notes (about 30 minutes). Open ..." -> "About 30 minutes. Open ..."
+        duration = f"{opening[1][0].upper()}{opening[1][1:]}. " if opening[1] else ""
+        body = duration + body[opening.end() :]
+    return "\n\n".join([LABEL, *([PRESENTING] if first else []), body])
+
+
+def apply(nb: dict) -> bool:
+    """Apply the conventions to a notebook (a dict in nbformat 4), in place.
+
+    Returns:
+        Whether anything changed.
+    """
+    changed = False
+    first = True
+    for cell in nb["cells"]:
+        old = _text(cell)
+        new = old
+        if is_notes(cell):
+            if cell.get("cell_type") != "markdown":
+                raise ValueError(f"speaker notes must be markdown cells, got a {cell.get('cell_type')} cell")
+            new = _label(old, first)
+            first = False
+            jupyter = cell["metadata"].setdefault("jupyter", {})
+            if jupyter.get("source_hidden") is not True:
+                jupyter["source_hidden"] = True
+                changed = True
+        elif cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(old.lstrip()):
+            new = exercise_intro(old, SOLUTION_TAG)
+        if new != old:
+            cell["source"] = new
+            changed = True
+    return changed
+
+
+def problems(nb: dict) -> list[str]:
+    """What in ``nb`` breaks the conventions (an empty list when it follows them)."""
+    found = []
+    notes = [(i, c) for i, c in enumerate(nb["cells"]) if is_notes(c)]
+    for n, (i, cell) in enumerate(notes):
+        where = f"cell {i} ({cell.get('id', '')})"
+        text = _text(cell)
+        if cell.get("cell_type") != "markdown":
+            found.append(f"{where}: speaker notes must be markdown")
+        if not text.startswith(LABEL + "\n"):
+            found.append(f"{where}: notes must start with the line {LABEL!r}")
+        if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden") is not True:
+            found.append(f"{where}: notes must be collapsed (metadata.jupyter.source_hidden = true)")
+        if (PRESENTING in text) != (n == 0):
+            found.append(f"{where}: the note on presenting live belongs in the first notes cell only")
+    if not notes:
+        found.append("no speaker notes: the first notes cell says how to present live")
+    for i, cell in enumerate(nb["cells"]):
+        text = _text(cell)
+        if (
+            cell.get("cell_type") == "markdown"
+            and EXERCISES_HEADING.match(text.lstrip())
+            and exercise_intro(text, SOLUTION_TAG) != text
+        ):
+            found.append(f"cell {i}: the Exercises intro should say 'the cell tagged `solution`'")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    import nbformat
+
+    paths: list[Path] = []
+    for arg in argv or ["notebooks"]:
+        p = Path(arg)
+        paths += sorted(p.glob("*.ipynb")) if p.is_dir() else [p]
+    for path in paths:
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        if apply(nb):
+            nbformat.write(nb, path)
+            print(f"updated    {path}")
+        else:
+            print(f"up to date {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,192 @@
+"""What the slide decks (``attnlib.slides``) and the web site (``attnlib.site``) share: stored
+notebooks turned into HTML that opens offline, with nothing fetched from a CDN.
+
+- Maths is rendered at build time to MathML (``latex2mathml``, pure Python), which browsers
+  draw natively: no MathJax, no script, nothing to load.
+- An explorer (an ipywidgets view) cannot run in a static page. Its output becomes the still of
+  its default view that the notebook stored in its widget state (the images its ``Output``
+  widgets held when the notebook was executed), with a line saying that it is interactive in
+  JupyterLab; never the dead ``VBox(...)`` text.
+- Progress bars and training logs (the ``stderr`` stream) are left out.
+
+Used by ``python -m attnlib.slides`` and ``python -m attnlib.site``; ``import attnlib`` does
+not import it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from html import escape
+from pathlib import Path
+
+TEMPLATES = Path(__file__).with_name("site_templates")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+INTERACTIVE_NOTE = "Interactive explorer: open this notebook in JupyterLab and run it to use the controls."
+STILL_NOTE = (
+    "A still of the explorer's default view. It is interactive in JupyterLab: open the notebook "
+    "and run it to use the controls."
+)
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def slide_type(cell: dict) -> str:
+    """The cell's RISE / reveal.js slide type ('slide', 'subslide', 'fragment', 'notes', 'skip' or '-')."""
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-")
+
+
+def title_of(nb: dict) -> str:
+    """The first level-1 heading of the notebook, without the '#'."""
+    for cell in nb["cells"]:
+        if cell.get("cell_type") == "markdown":
+            match = re.search(r"^#\s+(.+)$", _source(cell), re.M)
+            if match:
+                return match.group(1).strip()
+    return ""
+
+
+# --- explorers -------------------------------------------------------------------------------
+
+
+def widget_still(state: dict, model_id: str) -> list[dict]:
+    """The outputs (images first) that the ``Output`` widgets under ``model_id`` stored.
+
+    Args:
+        state: the notebook's widget state, ``{model_id: {"model_name": ..., "state": ...}}``.
+        model_id: the id of the view an output cell shows.
+
+    Returns:
+        Display outputs in document order; empty when the notebook stored none.
+    """
+    found: list[dict] = []
+    seen: set[str] = set()
+
+    def walk(mid: str) -> None:
+        if mid in seen or mid not in state:
+            return
+        seen.add(mid)
+        model = state[mid]
+        if model.get("model_name") == "OutputModel":
+            found.extend(o for o in model["state"].get("outputs", []) if o.get("output_type") != "stream")
+        for child in model.get("state", {}).get("children", []):
+            walk(child.removeprefix("IPY_MODEL_"))
+
+    walk(model_id)
+    return found
+
+
+def _note_output(text: str) -> dict:
+    html = f'<p class="explorer-note">{escape(text)}</p>'
+    return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html, "text/plain": text}}
+
+
+def static_outputs(nb: dict, training_logs: bool = True) -> dict:
+    """A copy of ``nb`` fit for a static page: explorers as stills, no stderr, no widget state.
+
+    Args:
+        nb: a notebook (dict).
+        training_logs: keep the printed log (stdout) of a cell that also drew a progress bar
+            (wrote to stderr), i.e. a training cell; the decks leave it out.
+    """
+    nb = copy.deepcopy(nb)
+    widgets = nb.get("metadata", {}).pop("widgets", {})
+    state = widgets.get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        outputs = []
+        trains = any(o.get("name") == "stderr" for o in cell.get("outputs", []))
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and (
+                out.get("name") == "stderr" or (trains and not training_logs)
+            ):
+                continue  # progress bars, and in the decks training logs
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                outputs.append(out)
+                continue
+            still = widget_still(state, view.get("model_id", ""))
+            outputs += [*still, _note_output(STILL_NOTE if still else INTERACTIVE_NOTE)]
+        cell["outputs"] = outputs
+    return nb
+
+
+# --- maths -----------------------------------------------------------------------------------
+
+
+def tex_to_mathml(tex: str, display: bool = False) -> str:
+    """MathML for one TeX formula; on TeX that latex2mathml cannot read, the TeX in a <code>."""
+    from latex2mathml.converter import convert
+
+    # latex2mathml reads `aligned` as plain text (a literal "&" on screen), `align*` as a table
+    tex = re.sub(r"\\(begin|end)\{aligned\}", r"\\\1{align*}", tex.strip())
+    try:
+        return convert(tex, display="block" if display else "inline")
+    except Exception:  # an unsupported command: show the TeX, marked, rather than fail the build
+        return f'<code class="tex-error">{escape(tex)}</code>'
+
+
+def markdown_to_html(source: str, **renderer_options: object) -> str:
+    """Markdown (with $...$ maths) to HTML, the maths as MathML."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class MathMLRenderer(IPythonRenderer):
+        def block_math(self, body: str) -> str:
+            return tex_to_mathml(body, display=True)
+
+        def multiline_math(self, text: str) -> str:
+            return tex_to_mathml(text.strip().strip("$"), display=True)
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return tex_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+        def inline_math(self, body: str) -> str:
+            return tex_to_mathml(body)
+
+    return MarkdownWithMath(renderer=MathMLRenderer(escape=False, **renderer_options)).render(source)
+
+
+def exporter(kind: str, template: str):
+    """An nbconvert exporter (``kind`` 'html' or 'slides') using one of our templates."""
+    from jinja2 import pass_context
+    from nbconvert.exporters import HTMLExporter, SlidesExporter
+
+    base = SlidesExporter if kind == "slides" else HTMLExporter
+
+    class Exporter(base):
+        @pass_context
+        def markdown2html(self, context, source):
+            cell = context.get("cell", {})
+            return markdown_to_html(
+                source,
+                attachments=cell.get("attachments", {}),
+                anchor_link_text=self.anchor_link_text,
+                exclude_anchor_links=self.exclude_anchor_links,
+            )
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            # HTMLExporter's own re-parses the whole page with BeautifulSoup to add alt texts
+            # (our templates write them) and tab stops: half the build time, for nothing here.
+            from nbconvert.exporters.templateexporter import TemplateExporter
+            from nbconvert.filters.highlight import Highlight2HTML
+            from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+            info = nb.metadata.get("language_info", {})
+            lexer = info.get("pygments_lexer", info.get("name"))
+            self.register_filter("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+            resources = self._init_resources(resources)
+            self.register_filter(
+                "filter_data_type",
+                WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
+            )
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    exp = Exporter(extra_template_basedirs=[str(TEMPLATES)], template_name=template)
+    exp.exclude_input_prompt = True
+    exp.exclude_output_prompt = True
+    return exp

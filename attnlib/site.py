@@ -1,0 +1,214 @@
+"""Build the series as a static web site from the stored notebooks, without running them.
+
+Usage: ``python -m attnlib.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make site`` runs
+``notebooks`` -> ``build/site``, after ``make slides`` wrote ``build/slides``).
+
+- ``index.html``: what the series is and for whom, the chapter list, how to run it locally
+  (all from README.md); ``references.html``: README's bibliography.
+- one page per notebook, ``NN_name.html``: prose, MathML maths, code, outputs and figures, with
+  the exercises as in the student edition (``attnlib.student``) and without speaker notes; an
+  explorer shows as the still of its default view with a line saying it is interactive in
+  JupyterLab.
+- ``slides/`` (the decks, copied) and ``notebooks/`` (the notebook files), which pages link to.
+
+Every page is plain HTML and CSS: no script, nothing from the network.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from attnlib.publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
+from attnlib.student import student_notebook
+
+SERIES = "Attention, from one dot product to a trained Transformer"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One notebook of the series, as the site lists it."""
+
+    stem: str  # "03_masking"
+    title: str  # "03 · Masking"
+    summary: str  # one line
+
+    @property
+    def page(self) -> str:
+        return f"{self.stem}.html"
+
+
+def readme_sections(text: str) -> dict[str, str]:
+    """README.md split at its level-2 headings: ``{"": intro, "Two commands": ..., ...}``."""
+    sections: dict[str, str] = {}
+    name, lines = "", []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            sections[name] = "\n".join(lines).strip()
+            name, lines = line[3:].strip(), []
+        elif not (name == "" and line.startswith("# ")):
+            lines.append(line)
+    sections[name] = "\n".join(lines).strip()
+    return sections
+
+
+def readme_summaries(notebooks_section: str) -> dict[str, str]:
+    """``{"03_masking": "causal masks two ways, ..."}`` from README's table of notebooks."""
+    rows = re.findall(r"^\|\s*\d+\s*\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*$", notebooks_section, re.M)
+    return dict(rows)
+
+
+def summary_of(nb: dict) -> str:
+    """A chapter's one line when README has none yet: the subtitle under the notebook's title
+    (its first ``##``/``###`` heading in the title cell), else the first sentence of prose."""
+    prose = [
+        c for c in nb["cells"] if c.get("cell_type") == "markdown" and slide_type(c) not in ("notes", "skip")
+    ]
+    for cell in prose[:1]:
+        match = re.search(r"^#\s.*\n+#{2,3}\s+(.+)$", _text(cell), re.M)
+        if match:
+            return match.group(1).strip()
+    for cell in prose:
+        for para in re.split(r"\n\s*\n", _text(cell)):
+            para = para.strip()
+            if para and not para.startswith(("#", "|", "!", "<", "```", "-", "*", ">")):
+                return re.split(r"(?<=[.!?])\s", " ".join(para.split()), maxsplit=1)[0]
+    return ""
+
+
+def _text(cell: dict) -> str:
+    src = cell.get("source", "")
+    return src if isinstance(src, str) else "".join(src)
+
+
+def chapters(notebooks: list[Path], summaries: dict[str, str]) -> list[Chapter]:
+    """The chapters in file-name order, each with README's one line (or the notebook's first sentence)."""
+    import nbformat
+
+    out = []
+    for path in sorted(notebooks):
+        nb = nbformat.read(path, as_version=4)
+        out.append(Chapter(path.stem, title_of(nb) or path.stem, summaries.get(path.stem) or summary_of(nb)))
+    return out
+
+
+def site_notebook(nb: dict) -> dict:
+    """The notebook as the site shows it: the student edition, no speaker notes, explorers as stills."""
+    nb = student_notebook(nb)
+    nb["cells"] = [c for c in nb["cells"] if slide_type(c) not in ("notes", "skip")]
+    return static_outputs(nb)
+
+
+def _nav(items: list[Chapter], current: str) -> str:
+    links = []
+    for ch in items:
+        mark = ' aria-current="page"' if ch.stem == current else ""
+        links.append(f'<li><a href="{ch.page}"{mark}>{escape(ch.title)}</a></li>')
+    home = ' aria-current="page"' if current == "index" else ""
+    refs = ' aria-current="page"' if current == "references" else ""
+    return (
+        f'<nav class="series" aria-label="chapters"><p><a href="index.html"{home}>{escape(SERIES)}</a></p>'
+        f'<ol>{"".join(links)}</ol><p><a href="references.html"{refs}>References</a></p></nav>'
+    )
+
+
+def _pager(items: list[Chapter], i: int) -> str:
+    prev = (
+        f'<a rel="prev" href="{items[i - 1].page}">← {escape(items[i - 1].title)}</a>'
+        if i > 0
+        else "<span></span>"
+    )
+    nxt = (
+        f'<a rel="next" href="{items[i + 1].page}">{escape(items[i + 1].title)} →</a>'
+        if i + 1 < len(items)
+        else ""
+    )
+    return f'<nav class="pager" aria-label="previous and next">{prev}{nxt}</nav>'
+
+
+def _plain_page(title: str, nav: str, body: str) -> str:
+    css = (TEMPLATES / "attn-page" / "static" / "site.css").read_text(encoding="utf-8")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
+        f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
+        f"<style>\n{css}\n</style>\n</head>\n"
+        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{body}\n</main></div>\n</body>\n</html>\n'
+    )
+
+
+def home_page(sections: dict[str, str], items: list[Chapter]) -> str:
+    rows = "".join(
+        f'<li><a href="{ch.page}">{escape(ch.title)}</a> — {markdown_to_html(ch.summary).strip()[3:-4]}'
+        f' <span class="links">(<a href="slides/{ch.stem}.slides.html">slides</a>,'
+        f' <a href="notebooks/{ch.stem}.ipynb" download>notebook</a>)</span></li>'
+        for ch in items
+    )
+    body = (
+        f"<h1>{escape(SERIES)}</h1>\n{markdown_to_html(sections.get('', ''))}\n"
+        f'<h2 id="chapters">The chapters</h2>\n<ol class="chapters">{rows}</ol>\n'
+        f'<h2 id="run-it">Run it on your machine</h2>\n{markdown_to_html(sections.get("Two commands", ""))}\n'
+        f'<p>The references are on <a href="references.html">their own page</a>.</p>'
+    )
+    return _plain_page(SERIES, _nav(items, "index"), body)
+
+
+def references_page(sections: dict[str, str], items: list[Chapter]) -> str:
+    body = f"<h1>References</h1>\n{markdown_to_html(sections.get('References', ''))}"
+    return _plain_page(f"References · {SERIES}", _nav(items, "references"), body)
+
+
+def build_site(notebook_dir: Path, out_dir: Path, slides_dir: Path | None, readme: Path) -> list[Path]:
+    """Write the site into ``out_dir``; return the HTML pages written."""
+    import nbformat
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sections = readme_sections(readme.read_text(encoding="utf-8"))
+    paths = sorted(notebook_dir.glob("*.ipynb"))
+    items = chapters(paths, readme_summaries(sections.get("The notebooks", "")))
+    pages = [out_dir / "index.html", out_dir / "references.html"]
+    pages[0].write_text(home_page(sections, items), encoding="utf-8")
+    pages[1].write_text(references_page(sections, items), encoding="utf-8")
+    exp = exporter("html", "attn-page")
+    for i, (path, ch) in enumerate(zip(paths, items, strict=True)):
+        nb = site_notebook(nbformat.read(path, as_version=4))
+        resources = {
+            "metadata": {"name": ch.title, "path": str(path.parent)},
+            "series_nav": _nav(items, ch.stem),
+            "pager": _pager(items, i),
+            "chapter_links": (
+                f'<p class="chapter-links">Present it: <a href="slides/{ch.stem}.slides.html">slides</a>'
+                f' · Run it: <a href="notebooks/{ch.stem}.ipynb" download>{ch.stem}.ipynb</a>'
+                " (open in JupyterLab; exercises have their solutions in this file, "
+                "<code>make student</code> writes your copy without them)</p>"
+            ),
+        }
+        html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
+        (out_dir / ch.page).write_text(html, encoding="utf-8")
+        pages.append(out_dir / ch.page)
+    (out_dir / "notebooks").mkdir(exist_ok=True)
+    for path in paths:
+        shutil.copy(path, out_dir / "notebooks" / path.name)
+    if slides_dir is not None and slides_dir.exists():
+        shutil.rmtree(out_dir / "slides", ignore_errors=True)
+        shutil.copytree(slides_dir, out_dir / "slides")
+    (out_dir / ".nojekyll").write_text("")
+    return pages
+
+
+def main(argv: list[str]) -> int:
+    source = Path(argv[0]) if argv else Path("notebooks")
+    target = Path(argv[1]) if len(argv) > 1 else Path("build/site")
+    slides = Path(argv[2]) if len(argv) > 2 else Path("build/slides")
+    readme = source.resolve().parent / "README.md"
+    pages = build_site(source, target, slides, readme)
+    print(f"wrote {len(pages)} pages into {target}; open {target / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

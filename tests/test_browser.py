@@ -1,0 +1,182 @@
+"""Every deck and every page of the site, opened in a real browser (headless Chromium).
+
+Builds the decks and the site from the stored notebooks into a temporary folder, opens each
+file with Debian's ``chromium`` driven by Playwright, and fails on: a console error, a request
+to the network (anything but ``file:`` and ``data:``), a broken internal link or resource, an
+image that does not load, maths left as raw TeX, and, in the decks, a slide whose content does
+not fit the 1280x720 viewport or a code line clipped at the right. Skips, saying why, where no
+Chromium is installed (``.ci/run`` installs it, so CI always runs this test).
+
+``ATTN_SCREENSHOTS=folder`` also saves a screenshot of every site page and deck title slide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+VIEWPORT = {"width": 1280, "height": 720}
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Text outside code, maths and scripts that still looks like TeX: $...$, \( \), \[ \], \begin.
+UNRENDERED_MATHS = r"""() => {
+  const body = document.body.cloneNode(true);
+  body.querySelectorAll("pre, code, script, style, math, aside.notes").forEach(e => e.remove());
+  const text = body.textContent;
+  const hits = text.match(/\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{/g) || [];
+  for (const e of document.querySelectorAll("math mi, math mo, math mtext"))
+    if (/^(&|\\[a-zA-Z]+)$/.test(e.textContent.trim())) hits.push("TeX inside MathML: " + e.textContent);
+  return hits.concat([...document.querySelectorAll(".tex-error")].map(e => "unconverted: " + e.textContent));
+}"""
+BROKEN_IMAGES = (
+    "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
+)
+FIND_ANCHOR = "f => !!(document.getElementById(f) || document.getElementById(decodeURIComponent(f)))"
+LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
+# Walk every slide; report the ones whose content leaves the viewport or clips a code line.
+WALK_SLIDES = r"""() => {
+  Reveal.configure({transition: "none", backgroundTransition: "none"});
+  const W = window.innerWidth, H = window.innerHeight, bad = [];
+  const slides = Reveal.getSlides();
+  slides.forEach((slide, i) => {
+    const ix = Reveal.getIndices(slide);
+    Reveal.slide(ix.h, ix.v, 1000);
+    Reveal.layout();
+    let top = Infinity, bottom = -Infinity, left = Infinity, right = -Infinity;
+    for (const el of [slide, ...slide.querySelectorAll("*")]) {
+      if (el.closest("aside.notes")) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      top = Math.min(top, r.top); bottom = Math.max(bottom, r.bottom);
+      left = Math.min(left, r.left); right = Math.max(right, r.right);
+    }
+    const title = (slide.querySelector("h1, h2, h3") || {textContent: ""}).textContent.trim().slice(0, 50);
+    if (top < -1 || left < -1 || bottom > H + 1 || right > W + 1)
+      bad.push(`slide ${i + 1} (${title}): content box ${Math.round(left)},${Math.round(top)} to ` +
+               `${Math.round(right)},${Math.round(bottom)} leaves the ${W}x${H} viewport`);
+    slide.querySelectorAll("pre").forEach(pre => {
+      if (pre.scrollWidth > pre.clientWidth + 1)
+        bad.push(`slide ${i + 1} (${title}): a code line is clipped: ${pre.textContent.slice(0, 40)}`);
+    });
+  });
+  const small = slides.filter(s => parseFloat(s.style.zoom || "1") < 0.6).length;
+  return {count: slides.length, bad: bad, small: small};
+}"""
+
+
+def _chromium_missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium; .ci/run does this in CI)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (make venv)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_chromium_missing() is not None, reason=str(_chromium_missing()))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Decks and site, built from the stored notebooks as `make site` builds them."""
+    from attnlib.site import build_site
+    from attnlib.slides import build_decks
+
+    out = tmp_path_factory.mktemp("publish")
+    decks = build_decks(ROOT / "notebooks", out / "slides")
+    pages = build_site(ROOT / "notebooks", out / "site", out / "slides", ROOT / "README.md")
+    return out, decks, pages
+
+
+def _check(page, path: Path, problems: list[str], shots: Path | None) -> dict | None:
+    """Open one file; append what is wrong with it to ``problems``."""
+    seen: list[str] = []
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"failed to load {r.url[:100]}"))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    name = path.name
+    for url in page.evaluate(LINKS):
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            target = Path(unquote(parts.path))
+            if not target.exists():
+                problems.append(f"{name}: broken link to {target.name}")
+            elif parts.fragment and target == path and not parts.fragment.startswith("/"):
+                exists = page.evaluate(FIND_ANCHOR, parts.fragment)
+                if not exists:
+                    problems.append(f"{name}: link to a missing anchor #{parts.fragment}")
+        seen.append(url)
+    problems += [f"{name}: image does not load: {src}" for src in page.evaluate(BROKEN_IMAGES)]
+    problems += [f"{name}: maths left unrendered: {hit[:60]!r}" for hit in page.evaluate(UNRENDERED_MATHS)]
+    slides = None
+    if name.endswith(".slides.html"):
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        slides = page.evaluate(WALK_SLIDES)
+        problems += [f"{name}: {bad}" for bad in slides["bad"]]
+        page.evaluate("() => Reveal.slide(0, 0)")
+    if shots is not None:
+        page.screenshot(path=str(shots / f"{path.stem}.png"), full_page=slides is None)
+    problems += [f"{name}: console error: {e[:200]}" for e in errors]
+    return slides
+
+
+def test_every_deck_and_site_page_in_chromium(built):
+    from playwright.sync_api import sync_playwright
+
+    _, decks, pages = built
+    shots = Path(os.environ["ATTN_SCREENSHOTS"]) if os.environ.get("ATTN_SCREENSHOTS") else None
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    network: list[str] = []
+    slide_count = small = 0
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch_persistent_context(
+                profile, executable_path=CHROMIUM, args=ARGS, headless=True, viewport=VIEWPORT
+            )
+
+            def only_local(route):
+                if route.request.url.startswith(("file:", "data:", "blob:", "about:")):
+                    route.continue_()
+                else:
+                    network.append(route.request.url)
+                    route.abort()
+
+            browser.route("**/*", only_local)
+            for path in [*decks, *pages]:
+                page = browser.new_page()
+                slides = _check(page, path, problems, shots)
+                slide_count += slides["count"] if slides else 0
+                small += slides["small"] if slides else 0
+                page.close()
+            browser.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    problems += [f"request to the network: {url}" for url in network]
+    print(
+        f"checked {len(decks)} decks ({slide_count} slides, {small} zoomed below 0.6) and {len(pages)} pages"
+    )
+    assert len(decks) == len(list((ROOT / "notebooks").glob("*.ipynb"))) and slide_count > 0
+    assert not problems, "\n".join(problems)

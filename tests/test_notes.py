@@ -1,0 +1,80 @@
+"""Speaker notes are labelled and collapsed for students, and still reach every deck."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from attnlib import notes
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTES = {"slideshow": {"slide_type": "notes"}}
+
+
+def old_style_notebook() -> nbformat.NotebookNode:
+    return new_notebook(
+        cells=[
+            new_markdown_cell("# 99 · Demo", metadata={"slideshow": {"slide_type": "slide"}}),
+            new_markdown_cell("Speaker notes (about 20 minutes). Start with a question.", metadata=NOTES),
+            new_code_cell("x = 1"),
+            new_markdown_cell("Ask the class: why?", metadata=copy.deepcopy(NOTES)),
+            new_markdown_cell(
+                "## Exercises\n\nWrite your answer in the first code cell of each exercise, then run it."
+            ),
+        ]
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_every_notebook_follows_the_notes_convention(path):
+    """A notebook that fails here: run ``python -m attnlib.notes notebooks/<it>.ipynb``."""
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    assert notes.problems(nb) == []
+
+
+def test_apply_labels_collapses_and_is_idempotent():
+    nb = old_style_notebook()
+    assert notes.problems(nb)  # an old-style notebook is caught
+    assert notes.apply(nb) is True
+    assert notes.problems(nb) == []
+    first, second = nb.cells[1], nb.cells[3]
+    assert first.source.startswith(notes.LABEL + "\n\n" + notes.PRESENTING + "\n\nAbout 20 minutes. Start")
+    assert second.source == notes.LABEL + "\n\nAsk the class: why?"
+    assert all(c.metadata["jupyter"]["source_hidden"] is True for c in (first, second))
+    assert first.metadata["slideshow"]["slide_type"] == "notes"  # what RISE and the decks read
+    assert "the cell tagged `solution`, then run it" in nb.cells[4].source
+    before = nbformat.writes(nb)
+    assert notes.apply(nb) is False
+    assert nbformat.writes(nb) == before
+
+
+def test_code_cells_as_notes_are_refused():
+    nb = new_notebook(cells=[new_code_cell("print('psst')", metadata=NOTES)])
+    with pytest.raises(ValueError, match="markdown"):
+        notes.apply(nb)
+
+
+def test_the_command_rewrites_only_what_is_needed(tmp_path, capsys):
+    path = tmp_path / "99_demo.ipynb"
+    nbformat.write(old_style_notebook(), path)
+    assert notes.main([str(tmp_path)]) == 0
+    assert "updated" in capsys.readouterr().out
+    text = path.read_text()
+    assert notes.main([str(path)]) == 0
+    assert "up to date" in capsys.readouterr().out
+    assert path.read_text() == text
+
+
+def test_collapsed_notes_still_reach_the_slide_deck():
+    from nbconvert import SlidesExporter
+
+    nb = old_style_notebook()
+    notes.apply(nb)
+    html, _ = SlidesExporter().from_notebook_node(nb)
+    assert html.count('<aside class="notes">') == 2
+    assert "Start with a question" in html and "Ask the class" in html

@@ -1,0 +1,160 @@
+"""The pure parts of the slide and site builders (attnlib.publish, attnlib.site, attnlib.slides)."""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from attnlib.publish import (
+    INTERACTIVE_NOTE,
+    STILL_NOTE,
+    markdown_to_html,
+    static_outputs,
+    tex_to_mathml,
+    widget_still,
+)
+from attnlib.site import build_site, readme_sections, readme_summaries, site_notebook, summary_of
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+README = """# The series
+
+What it is, for whom.
+
+## Two commands
+
+Run `make lab`.
+
+## The notebooks
+
+| # | notebook | what you learn |
+|---|---|---|
+| 01 | `01_first` | the first thing |
+| 02 | `02_second` | the second thing, with `code` |
+
+## References
+
+- A. Author (2020). A paper. arXiv:0000.00000
+"""
+
+
+def widget_state() -> dict:
+    return {
+        "root": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_box", "IPY_MODEL_out"]}},
+        "box": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_slider"]}},
+        "slider": {"model_name": "IntSliderModel", "state": {"value": 3}},
+        "out": {
+            "model_name": "OutputModel",
+            "state": {
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": "log\n"},
+                    {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {}},
+                ]
+            },
+        },
+        "other": {"model_name": "OutputModel", "state": {"outputs": [{"output_type": "display_data"}]}},
+    }
+
+
+def explorer_notebook(with_state: bool = True) -> dict:
+    view = new_output("execute_result", {VIEW: {"model_id": "root"}, "text/plain": "VBox(children=...)"})
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# 03 · Demo\n### a subtitle that says what the chapter does\n\nIntro."),
+            new_markdown_cell(
+                "Speaker notes. Ask the class.", metadata={"slideshow": {"slide_type": "notes"}}
+            ),
+            new_code_cell(
+                "train()",
+                outputs=[
+                    new_output("stream", name="stderr", text="epoch 1: 100%|#####| 10/10\n"),
+                    new_output("stream", name="stdout", text="loss 0.1\n"),
+                ],
+            ),
+            new_code_cell("explore()", outputs=[view]),
+            new_code_cell("answer = 42", metadata={"tags": ["solution"]}, outputs=[]),
+        ]
+    )
+    if with_state:
+        nb.metadata["widgets"] = {STATE: {"state": widget_state(), "version_major": 2, "version_minor": 0}}
+    return nb
+
+
+def test_widget_still_walks_the_view_and_keeps_only_displays():
+    still = widget_still(widget_state(), "root")
+    assert still == [{"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {}}]
+    assert widget_still(widget_state(), "missing") == []
+
+
+def test_static_outputs_replace_explorers_and_drop_progress_bars():
+    nb = static_outputs(explorer_notebook())
+    assert "widgets" not in nb["metadata"]
+    train, explore = nb["cells"][2]["outputs"], nb["cells"][3]["outputs"]
+    assert [o.get("name") for o in train] == ["stdout"]
+    assert explore[0]["data"] == {"image/png": PNG}
+    assert STILL_NOTE in explore[1]["data"]["text/plain"]
+    assert all(VIEW not in o.get("data", {}) for o in explore)
+    assert static_outputs(explorer_notebook(), training_logs=False)["cells"][2]["outputs"] == []
+    bare = static_outputs(explorer_notebook(with_state=False))["cells"][3]["outputs"]
+    assert len(bare) == 1 and INTERACTIVE_NOTE in bare[0]["data"]["text/plain"]
+
+
+def test_maths_becomes_mathml_and_aligned_becomes_a_table():
+    html = markdown_to_html(r"Weights $\alpha_i$ and $$\sqrt{d_k}$$")
+    assert html.count("<math") == 2 and "$" not in html
+    aligned = tex_to_mathml(r"\begin{aligned} a &= b \\ c &= d \end{aligned}", display=True)
+    assert "<mtable" in aligned and "<mi>&</mi>" not in aligned
+
+
+def test_readme_gives_sections_and_one_line_per_chapter():
+    sections = readme_sections(README)
+    assert sections[""] == "What it is, for whom."
+    assert sections["Two commands"] == "Run `make lab`."
+    assert "arXiv:0000.00000" in sections["References"]
+    assert readme_summaries(sections["The notebooks"]) == {
+        "01_first": "the first thing",
+        "02_second": "the second thing, with `code`",
+    }
+
+
+def test_new_chapters_get_their_subtitle_as_summary():
+    assert summary_of(explorer_notebook()) == "a subtitle that says what the chapter does"
+    nb = new_notebook(cells=[new_markdown_cell("# Title"), new_markdown_cell("First sentence. Second one.")])
+    assert summary_of(nb) == "First sentence."
+
+
+def test_site_notebook_is_the_student_edition_without_notes():
+    nb = site_notebook(explorer_notebook())
+    sources = [c["source"] for c in nb["cells"]]
+    assert not any("Speaker notes" in s for s in sources)
+    assert "answer = ...  # your prediction" in sources
+    assert "42" not in "".join(sources)
+
+
+def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    for stem in ("01_first", "02_second", "15_new"):
+        nb = explorer_notebook()
+        nb.cells[0].source = f"# {stem}\n### about {stem}"
+        nbformat.write(nb, src / f"{stem}.ipynb")
+    (tmp_path / "README.md").write_text(README)
+    pages = build_site(src, tmp_path / "site", None, tmp_path / "README.md")
+    assert [p.name for p in pages] == [
+        "index.html",
+        "references.html",
+        "01_first.html",
+        "02_second.html",
+        "15_new.html",
+    ]
+    home = (tmp_path / "site" / "index.html").read_text()
+    assert "the first thing" in home and "about 15_new" in home and "make lab" in home
+    assert 'href="slides/15_new.slides.html"' in home and (tmp_path / "site/notebooks/15_new.ipynb").exists()
+    middle = (tmp_path / "site" / "02_second.html").read_text()
+    assert 'rel="prev" href="01_first.html"' in middle and 'rel="next" href="15_new.html"' in middle
+    assert "Ask the class" not in middle and "VBox(" not in middle and "100%|" not in middle
+    assert "<script" not in middle and not re.search(r"""(src|href)=["']?https?:|url\(["']?https?:""", middle)
