@@ -7,7 +7,8 @@ notebooks turned into HTML that opens offline, with nothing fetched from a CDN.
   its default view that the notebook stored in its widget state (the images its ``Output``
   widgets held when the notebook was executed), with a line saying that it is interactive in
   JupyterLab; never the dead ``VBox(...)`` text.
-- Progress bars and training logs (the ``stderr`` stream) are left out.
+- Progress bars (on ``stderr``, or as text with carriage returns on ``stdout``) are left out;
+  the decks also leave out a training cell's printed log.
 
 Used by ``python -m attnlib.slides`` and ``python -m attnlib.site``; ``import attnlib`` does
 not import it.
@@ -85,6 +86,32 @@ def _note_output(text: str) -> dict:
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html, "text/plain": text}}
 
 
+# A tqdm bar as text: "37%|###   | 211/564 [00:02<00:02, 121.04it/s]".
+_BAR = re.compile(r"\d+%\|.*\|\s*\d+/\d+\s*\[|\d+/\d+\s*\[[\d:<?]+,\s*[\d.?]+\s*(it/s|s/it)\]")
+
+
+def _text(out: dict) -> str:
+    text = out.get("text", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _has_bar(text: str) -> bool:
+    return "\r" in text or bool(_BAR.search(text))
+
+
+def _without_bars(text: str) -> str:
+    """Stream text as a terminal would leave it (each line's last carriage-return segment),
+    without progress-bar lines; the epoch lines printed above a bar stay."""
+    parts = text.split("\n")
+    kept = []
+    for i, part in enumerate(parts):
+        line = part.split("\r")[-1]
+        if not _BAR.search(line):
+            kept.append(line + ("\n" if i < len(parts) - 1 else ""))
+    out = "".join(kept)
+    return "" if not out.strip() else out
+
+
 def static_outputs(nb: dict, training_logs: bool = True) -> dict:
     """A copy of ``nb`` fit for a static page: explorers as stills, no stderr, no widget state.
 
@@ -100,12 +127,16 @@ def static_outputs(nb: dict, training_logs: bool = True) -> dict:
         if cell.get("cell_type") != "code":
             continue
         outputs = []
-        trains = any(o.get("name") == "stderr" for o in cell.get("outputs", []))
+        streams = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        trains = any(o.get("name") == "stderr" or _has_bar(_text(o)) for o in streams)
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream" and (
-                out.get("name") == "stderr" or (trains and not training_logs)
-            ):
-                continue  # progress bars, and in the decks training logs
+            if out.get("output_type") == "stream":
+                if out.get("name") == "stderr" or (trains and not training_logs):
+                    continue  # progress bars, and in the decks training logs
+                text = _without_bars(_text(out))
+                if not text:
+                    continue
+                out = {**out, "text": text}
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
                 outputs.append(out)

@@ -158,3 +158,22 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
     assert 'rel="prev" href="01_first.html"' in middle and 'rel="next" href="15_new.html"' in middle
     assert "Ask the class" not in middle and "VBox(" not in middle and "100%|" not in middle
     assert "<script" not in middle and not re.search(r"""(src|href)=["']?https?:|url\(["']?https?:""", middle)
+
+
+def test_progress_bars_on_stdout_are_left_out_and_epoch_lines_kept():
+    from attnlib.publish import static_outputs
+
+    bar = "\r 37%|###7      | 211/564 [00:02<00:02, 121.04it/s]"
+    cell = {
+        "cell_type": "code",
+        "source": "train(model, data)",
+        "metadata": {},
+        "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "\r  0%|          | 0/564 [00:00<?, ?it/s]"},
+            {"output_type": "stream", "name": "stdout", "text": "epoch  1/3  loss 0.9613\n" + bar},
+        ],
+    }
+    nb = {"cells": [cell], "metadata": {}}
+    site = static_outputs(nb)["cells"][0]["outputs"]
+    assert [o["text"] for o in site] == ["epoch  1/3  loss 0.9613\n"]  # the site keeps the log, not the bar
+    assert static_outputs(nb, training_logs=False)["cells"][0]["outputs"] == []  # the decks keep neither
