@@ -23,7 +23,9 @@ from pathlib import Path
 
 from .student import EXERCISES_HEADING, SOLUTION_TAG, exercise_intro, is_notes
 
-LABEL = "**Instructor notes** (hidden in the student edition; press S in the slides)"
+# Plain text: JupyterLab shows the first line of a collapsed cell as typed, asterisks included.
+LABEL = "Instructor notes (hidden in the student edition; press S in the slides)"
+_OLD_LABELS = ("**Instructor notes** (hidden in the student edition; press S in the slides)",)
 PRESENTING = (
     "*Presenting live with RISE:* in JupyterLab run all cells first (Run → Run All Cells) and "
     "save, then press `Alt+R` for the slides and `S` for these notes. An explorer's slide "
@@ -40,7 +42,9 @@ def _text(cell: dict) -> str:
 
 
 def _label(text: str, first: bool) -> str:
-    body = text.removeprefix(LABEL).lstrip("\n").removeprefix(PRESENTING).lstrip("\n")
+    for label in (LABEL, *_OLD_LABELS):
+        text = text.removeprefix(label)
+    body = text.lstrip("\n").removeprefix(PRESENTING).lstrip("\n")
     opening = _OLD_OPENING.match(body)
     if opening:  # "Speaker notes (about 30 minutes). Open ..." -> "About 30 minutes. Open ..."
         duration = f"{opening[1][0].upper()}{opening[1][1:]}. " if opening[1] else ""
