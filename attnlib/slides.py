@@ -45,7 +45,8 @@ def deck_name(notebook: Path) -> str:
 
 
 def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
-    """Write ``NN_name.slides.html`` for every notebook in ``notebook_dir``; return their paths."""
+    """Write ``NN_name.slides.html`` for every notebook in ``notebook_dir`` (or for the one
+    notebook it names); return their paths."""
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -53,7 +54,8 @@ def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
     exp = exporter("slides", "attn-deck")
     exp.reveal_url_prefix = REVEAL_DIR
     written = []
-    for path in sorted(notebook_dir.glob("*.ipynb")):
+    paths = [notebook_dir] if notebook_dir.suffix == ".ipynb" else sorted(notebook_dir.glob("*.ipynb"))
+    for path in paths:
         nb = static_outputs(nbformat.read(path, as_version=4), training_logs=False)
         resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title_of(nb)}
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)

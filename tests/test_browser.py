@@ -47,7 +47,7 @@ UNRENDERED_MATHS = r"""() => {
 BROKEN_IMAGES = (
     "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
 )
-FIND_ANCHOR = "f => !!(document.getElementById(f) || document.getElementById(decodeURIComponent(f)))"
+ELEMENT_IDS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 # Walk every slide; report the ones whose content leaves the viewport or clips a code line.
 WALK_SLIDES = r"""() => {
@@ -115,16 +115,21 @@ def _check(page, path: Path, problems: list[str], shots: Path | None) -> dict | 
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
     name = path.name
+    ids = set(page.evaluate(ELEMENT_IDS))  # one round trip, not one per link
     for url in page.evaluate(LINKS):
         parts = urlsplit(url)
         if parts.scheme == "file":
             target = Path(unquote(parts.path))
             if not target.exists():
                 problems.append(f"{name}: broken link to {target.name}")
-            elif parts.fragment and target == path and not parts.fragment.startswith("/"):
-                exists = page.evaluate(FIND_ANCHOR, parts.fragment)
-                if not exists:
-                    problems.append(f"{name}: link to a missing anchor #{parts.fragment}")
+            elif (
+                parts.fragment
+                and target == path
+                and not parts.fragment.startswith("/")
+                and parts.fragment not in ids
+                and unquote(parts.fragment) not in ids
+            ):
+                problems.append(f"{name}: link to a missing anchor #{parts.fragment}")
         seen.append(url)
     problems += [f"{name}: image does not load: {src}" for src in page.evaluate(BROKEN_IMAGES)]
     problems += [f"{name}: maths left unrendered: {hit[:60]!r}" for hit in page.evaluate(UNRENDERED_MATHS)]

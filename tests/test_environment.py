@@ -43,7 +43,15 @@ def test_environment_yml_uses_the_pins_and_python_311():
 
 def test_makefile_and_ci_use_the_same_pins_and_command():
     makefile = (ROOT / "Makefile").read_text()
-    assert "pip install" in makefile and "-r requirements.txt" in makefile
+    # The venv recipe installs requirements.txt in two parts, side by side: torch, and the rest.
+    assert "pip install" in makefile
+    assert (
+        "grep -i '^torch==' requirements.txt" in makefile
+        and "grep -vi '^torch==' requirements.txt" in makefile
+    )
+    assert "-r $(VENV)/requirements-torch.txt" in makefile and "-r $(VENV)/requirements-rest.txt" in makefile
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    assert sum(line.lower().startswith("torch==") for line in lines) == 1
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / ".github" / "workflows" / "test.yml").read_text()
 

@@ -275,14 +275,18 @@ def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
     assert checks and all("not yet" in _text(c).lower() for c in checks)
 
 
-def test_make_slides_builds_one_deck_per_notebook(tmp_path):
+def test_make_slides_builds_a_deck(tmp_path):
+    # One notebook (NB=...) keeps this test short; tests/test_browser.py builds and opens all.
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if not notebooks or shutil.which("make") is None:
         pytest.skip("no notebooks yet")
     subprocess.run(
-        ["make", "-s", "slides", f"SLIDES_DIR={tmp_path}"], cwd=ROOT, check=True, capture_output=True
+        ["make", "-s", "slides", f"NB={notebooks[0]}", f"SLIDES_DIR={tmp_path}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
     )
     decks = sorted(p.name for p in tmp_path.glob("*.slides.html"))
-    assert decks == [p.stem + ".slides.html" for p in notebooks]
+    assert decks == [notebooks[0].stem + ".slides.html"]
     html = (tmp_path / decks[0]).read_text()
     assert "reveal" in html.lower() and 'class="slides"' in html
