@@ -1,9 +1,12 @@
 """pytest plugin for nbval runs of the notebooks.
 
-* Notebooks run longest first, so that two workers finish together (with
-  ``--no-loadscope-reorder``; xdist would otherwise order them by their number of cells). The
-  length of a notebook is the one its stored outputs record: the cell times of the last
-  ``make execute``.
+* Notebooks that share trained models through ``attnlib.cache.train_cached`` (07/08, 08/11,
+  09/11) run first, in their numeric order: xdist hands each of two workers two notebooks to
+  start with (07 and 09 to one, 08 and 11 to the other), so the later notebook of each pair
+  finds the earlier one's model and loads it. The others follow, longest first, so that two
+  workers finish together (with ``--no-loadscope-reorder``; xdist would otherwise order them by
+  their number of cells). The length of a notebook is the one its stored outputs record: the
+  cell times of the last ``make execute``.
 * At the end, a table of the seconds each notebook took under nbval, against its budget: a
   notebook that trains a model may take 75 s on the 2-core development machine, one that
   trains nothing 20 s (README, "Maintaining the series"). It reports; it never fails a run
@@ -23,6 +26,7 @@ TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 TRAINS = re.compile(
     r"(?<![.\w])(train|fit|train_cached)\(|training\.train\(|cache\.train_cached\("
 )  # attnlib's train() or train_cached() or a loop fit(), not .train()
+SHARES = re.compile(r"train_cached\(")
 _seconds: dict[str, float] = defaultdict(float)
 
 
@@ -30,6 +34,10 @@ _seconds: dict[str, float] = defaultdict(float)
 def _cells(path: str) -> tuple[dict, ...]:
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
     return tuple(c for c in cells if c["cell_type"] == "code")
+
+
+def _shares_models(path: str) -> bool:
+    return any(SHARES.search("".join(c["source"])) for c in _cells(path))
 
 
 def recorded_seconds(path: str) -> float:
@@ -48,7 +56,8 @@ def pytest_collection_modifyitems(items: list) -> None:
     if not notebook:
         return
     rest = [item for item in items if item not in notebook]
-    order = {path: -recorded_seconds(path) for path in {i.nodeid.split("::")[0] for i in notebook}}
+    paths = {i.nodeid.split("::")[0] for i in notebook}
+    order = {p: (0, p, 0.0) if _shares_models(p) else (1, "", -recorded_seconds(p)) for p in paths}
     notebook.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: cells keep their order
     items[:] = rest + notebook
 
