@@ -25,10 +25,9 @@ layer), so the same seed gives the same tensors.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -61,19 +60,42 @@ def check_attention_size(attention_module: nn.Module, hidden_size: int) -> None:
         )
 
 
-@contextmanager
-def native_lstm() -> Iterator[None]:
-    """Run LSTMs on PyTorch's native CPU kernels instead of oneDNN's.
+def lstm_step(
+    rnn: nn.LSTM, x: torch.Tensor, hidden: torch.Tensor, cell: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One time step of ``rnn``: the top layer's output ``(B, H)`` and the new ``hidden``, ``cell``.
 
-    A decoder calls its LSTM once per step on a small batch, where oneDNN's per-call cost
-    makes the step about twice as slow. The flag is global, so it is restored on exit.
+    Computes ``rnn(x.unsqueeze(1), (hidden, cell))`` layer by layer with ``torch.lstm_cell``
+    (dropout between layers in training mode, as ``nn.LSTM`` applies it): bit for bit what
+    ``nn.LSTM`` computes on PyTorch's own CPU kernels. A decoder steps its LSTM once per output
+    token on a small batch, where ``nn.LSTM``'s per-call work (argument checks, and oneDNN's
+    set-up when it is enabled) costs about as much as the arithmetic.
+
+    Args:
+        rnn: a one-directional ``nn.LSTM`` without projections.
+        x: the step's input ``(B, I)``.
+        hidden, cell: ``(L, B, H)``.
     """
-    before = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = False
-    try:
-        yield
-    finally:
-        torch.backends.mkldnn.enabled = before
+    if rnn.bidirectional or rnn.proj_size:
+        raise ValueError("lstm_step runs a one-directional nn.LSTM without proj_size, one step at a time")
+    if x.ndim != 2 or x.shape[1] != rnn.input_size:
+        raise ValueError(f"expected x of shape (B, {rnn.input_size}) (one step), got {tuple(x.shape)}")
+    hs, cs = [], []
+    layer_input = x
+    for layer in range(rnn.num_layers):
+        if layer > 0 and rnn.dropout and rnn.training:
+            layer_input = F.dropout(layer_input, rnn.dropout, training=True)
+        weights = [getattr(rnn, f"{name}_l{layer}") for name in ("weight_ih", "weight_hh")]
+        biases = (
+            [getattr(rnn, f"{name}_l{layer}") for name in ("bias_ih", "bias_hh")]
+            if rnn.bias
+            else [None, None]
+        )
+        h, c = torch.lstm_cell(layer_input, (hidden[layer], cell[layer]), *weights, *biases)  # (B, H) each
+        hs.append(h)
+        cs.append(c)
+        layer_input = h
+    return layer_input, torch.stack(hs), torch.stack(cs)  # (B, H), (L, B, H), (L, B, H)
 
 
 class Encoder(nn.Module):
@@ -178,9 +200,9 @@ class DecoderWithAttention(nn.Module):
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # (B, Ts)
         context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, H) -> (B, 1, H)
         rnn_input = torch.cat((embedded, context), dim=2)  # (B, 1, 2H)
-        outputs, (hidden, cell) = self.rnn(rnn_input, (hidden, cell))  # (B, 1, H)
+        output, hidden, cell = lstm_step(self.rnn, rnn_input.squeeze(1), hidden, cell)  # (B, H)
         self.last_attn_weights = weights.detach()
-        return self.fc(outputs.squeeze(1)), hidden, cell  # (B, H) -> (B, V)
+        return self.fc(output), hidden, cell  # (B, H) -> (B, V)
 
 
 class LuongDecoder(nn.Module):
@@ -277,7 +299,8 @@ class LuongDecoder(nn.Module):
         rnn_input = self.embedding(x)  # (B,) -> (B, H)
         if self.input_feeding:
             rnn_input = torch.cat((rnn_input, self._feed), dim=1)  # (B, 2H)
-        outputs, (hidden, cell) = self.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H): h_t
+        output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H): h_t
+        outputs = output.unsqueeze(1)  # (B, 1, H)
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # scores h_t = hidden[-1]: (B, Ts)
         logits, attentional = self._attend_and_predict(outputs, encoder_outputs, weights.unsqueeze(1))
         self._feed = attentional.squeeze(1)  # (B, H): h̃_t, fed into step t + 1
@@ -303,14 +326,14 @@ class LuongDecoder(nn.Module):
         else:
             feed = encoder_outputs.new_zeros(x.shape[0], 1, self.hidden_size)  # h̃_{-1} = 0: (B, 1, H)
             all_logits, all_weights = [], []
-            with native_lstm():
-                for t in range(x.shape[1]):
-                    rnn_input = torch.cat((embedded[:, t : t + 1], feed), dim=2)  # (B, 1, 2H)
-                    output, (hidden, cell) = self.rnn(rnn_input, (hidden, cell))  # (B, 1, H)
-                    weights = self.attention.attend(output, encoder_outputs, mask, step + t)  # (B, 1, Ts)
-                    logits_t, feed = self._attend_and_predict(output, encoder_outputs, weights)
-                    all_logits.append(logits_t)
-                    all_weights.append(weights)
+            for t in range(x.shape[1]):
+                rnn_input = torch.cat((embedded[:, t], feed[:, 0]), dim=1)  # (B, 2H)
+                output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H)
+                output = output.unsqueeze(1)  # (B, 1, H)
+                weights = self.attention.attend(output, encoder_outputs, mask, step + t)  # (B, 1, Ts)
+                logits_t, feed = self._attend_and_predict(output, encoder_outputs, weights)
+                all_logits.append(logits_t)
+                all_weights.append(weights)
             logits = torch.cat(all_logits, dim=1)  # (B, T, V)
             weights = torch.cat(all_weights, dim=1)  # (B, T, Ts)
         self._feed = None
@@ -352,10 +375,11 @@ class Decoder(nn.Module):
         """Same call as :meth:`DecoderWithAttention.forward`; ``encoder_outputs``, ``mask`` and
         ``step`` are ignored. ``x`` may also be ``(B, T)``: then all ``T`` teacher-forced steps
         run in one LSTM call and the predictions are ``(B, T, V)``."""
-        steps = x if x.ndim == 2 else x.unsqueeze(1)  # (B, T)
-        outputs, (hidden, cell) = self.rnn(self.embedding(steps), (hidden, cell))  # (B, T, H)
-        logits = self.fc(outputs)  # (B, T, H) -> (B, T, V)
-        return (logits if x.ndim == 2 else logits.squeeze(1)), hidden, cell
+        if x.ndim == 1:  # one step: (B,)
+            output, hidden, cell = lstm_step(self.rnn, self.embedding(x), hidden, cell)  # (B, H)
+            return self.fc(output), hidden, cell  # (B, V)
+        outputs, (hidden, cell) = self.rnn(self.embedding(x), (hidden, cell))  # (B, T, H)
+        return self.fc(outputs), hidden, cell  # (B, T, V)
 
 
 class Seq2Seq(nn.Module):
@@ -442,15 +466,14 @@ class Seq2Seq(nn.Module):
             self.last_attn_weights = self.decoder.last_attn_weights
             return logits
         input, logits, weights = trg[:, 0], [], []
-        with native_lstm():
-            for t in range(trg.shape[1] - 1):
-                output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
-                logits.append(output)
-                weights.append(self.decoder.last_attn_weights)
-                teacher_force = teacher_forcing_ratio >= 1.0 or (
-                    teacher_forcing_ratio > 0.0 and random.random() < teacher_forcing_ratio
-                )
-                input = trg[:, t + 1] if teacher_force else output.argmax(1)
+        for t in range(trg.shape[1] - 1):
+            output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
+            logits.append(output)
+            weights.append(self.decoder.last_attn_weights)
+            teacher_force = teacher_forcing_ratio >= 1.0 or (
+                teacher_forcing_ratio > 0.0 and random.random() < teacher_forcing_ratio
+            )
+            input = trg[:, t + 1] if teacher_force else output.argmax(1)
         self.last_attn_weights = None if weights[0] is None else torch.stack(weights, dim=1)
         return torch.stack(logits, dim=1)  # (B, Tt-1, V)
 
@@ -475,15 +498,14 @@ class Seq2Seq(nn.Module):
         input = torch.full((b,), self.sos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         tokens, weights = [], []
-        with native_lstm():
-            for t in range(max_len):
-                output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
-                input = output.argmax(1).masked_fill(done, self.pad_id)  # (B,)
-                tokens.append(input)
-                if self.decoder.last_attn_weights is not None:
-                    weights.append(self.decoder.last_attn_weights.masked_fill(done[:, None], 0.0))
-                done = done | (input == self.eos_id)
-                if bool(done.all()):
-                    break
+        for t in range(max_len):
+            output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
+            input = output.argmax(1).masked_fill(done, self.pad_id)  # (B,)
+            tokens.append(input)
+            if self.decoder.last_attn_weights is not None:
+                weights.append(self.decoder.last_attn_weights.masked_fill(done[:, None], 0.0))
+            done = done | (input == self.eos_id)
+            if bool(done.all()):
+                break
         self.train(was_training)
         return torch.stack(tokens, dim=1), (torch.stack(weights, dim=1) if weights else None)

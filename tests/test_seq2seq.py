@@ -22,7 +22,7 @@ from attnlib.scorers import (
     LocalAttention,
     make_attention,
 )
-from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq
+from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq, lstm_step
 
 H, V = 8, 13
 
@@ -346,3 +346,33 @@ def test_bad_token_ids_and_empty_sequences_raise():
         model.encoder(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="Tt >= 2"):
         model(torch.tensor([[4, 5]]), torch.tensor([[SOS_ID]]))
+
+
+@pytest.mark.parametrize(("layers", "dropout", "bias"), [(1, 0.0, True), (2, 0.3, True), (2, 0.0, False)])
+def test_lstm_step_is_nn_lstm_bit_for_bit(layers, dropout, bias):
+    torch.manual_seed(0)
+    rnn = nn.LSTM(6, 5, num_layers=layers, dropout=dropout, bias=bias, batch_first=True)
+    x = torch.randn(4, 6, requires_grad=True)
+    hidden, cell = torch.randn(layers, 4, 5), torch.randn(layers, 4, 5)
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False  # PyTorch's own kernels, which lstm_step uses
+    try:
+        torch.manual_seed(1)  # the same dropout masks
+        out, (h, c) = rnn(x.unsqueeze(1), (hidden, cell))
+        grads = torch.autograd.grad(out.square().sum() + c.sum(), [x, rnn.weight_hh_l0])
+    finally:
+        torch.backends.mkldnn.enabled = before
+    torch.manual_seed(1)
+    out_step, h_step, c_step = lstm_step(rnn, x, hidden, cell)
+    grads_step = torch.autograd.grad(out_step.square().sum() + c_step.sum(), [x, rnn.weight_hh_l0])
+    assert torch.equal(out_step, out.squeeze(1)) and torch.equal(h_step, h) and torch.equal(c_step, c)
+    assert all(torch.equal(a, b) for a, b in zip(grads, grads_step, strict=True))
+
+
+def test_lstm_step_rejects_what_it_cannot_run():
+    with pytest.raises(ValueError, match="one-directional"):
+        lstm_step(
+            nn.LSTM(6, 5, bidirectional=True), torch.zeros(2, 6), torch.zeros(2, 2, 5), torch.zeros(2, 2, 5)
+        )
+    with pytest.raises(ValueError, match=r"expected x of shape \(B, 6\) \(one step\), got \(2, 1, 6\)"):
+        lstm_step(nn.LSTM(6, 5), torch.zeros(2, 1, 6), torch.zeros(1, 2, 5), torch.zeros(1, 2, 5))
