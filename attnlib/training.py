@@ -262,29 +262,62 @@ def predict_scores(
 
 
 def evaluate(
-    model: nn.Module, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
+    model: nn.Module,
+    data: PairDataset,
+    *,
+    batch_size: int = 250,
+    max_len: int | None = None,
+    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Exact-match and per-token accuracy of greedy decoding on ``data``.
+
+    Args:
+        scores: what :func:`predict_scores` returned for ``model`` and ``data``, to summarise
+            instead of decoding ``data`` again.
 
     Returns:
         ``{"exact_match": ..., "token_accuracy": ...}``, fractions in [0, 1]. A token counts
         as right when it equals the target token at the same position (EOS included).
     """
-    exact, correct, total = predict_scores(model, data, batch_size=batch_size, max_len=max_len)
+    if scores is None:
+        scores = predict_scores(model, data, batch_size=batch_size, max_len=max_len)
+    exact, correct, total = _check_scores(scores, data)
     return {
         "exact_match": exact.float().mean().item(),
         "token_accuracy": (correct.sum() / total.sum()).item(),
     }
 
 
+def _check_scores(
+    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor], data: PairDataset
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if not isinstance(scores, tuple) or len(scores) != 3:
+        raise TypeError(
+            f"expected scores = (exact, correct, total) from predict_scores, got {type(scores).__name__}"
+        )
+    shapes = [tuple(t.shape) for t in scores]
+    if any(shape != (len(data),) for shape in shapes):
+        raise ValueError(
+            f"expected scores of shape (N,) = ({len(data)},), one per example of data, got {shapes}"
+        )
+    return scores
+
+
 def accuracy_by_length(
-    model: nn.Module, data: PairDataset, *, bin_width: int = 5, batch_size: int = 250
+    model: nn.Module,
+    data: PairDataset,
+    *,
+    bin_width: int = 5,
+    batch_size: int = 250,
+    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, list]:
     """Accuracy of greedy decoding grouped by source length.
 
     Args:
         bin_width: lengths ``[a, a + bin_width)`` form one group, counting from the shortest
             source; a last group shorter than half a width joins the one before.
+        scores: what :func:`predict_scores` returned for ``model`` and ``data``, to group
+            instead of decoding ``data`` again.
 
     Returns:
         Lists, one entry per non-empty group, shortest first: ``"length"`` (the shortest
@@ -292,7 +325,9 @@ def accuracy_by_length(
         and ``"token_accuracy"``.
     """
     check_positive_int("bin_width", bin_width)
-    exact, correct, total = predict_scores(model, data, batch_size=batch_size)
+    if scores is None:
+        scores = predict_scores(model, data, batch_size=batch_size)
+    exact, correct, total = _check_scores(scores, data)
     first, longest = int(data.src_lengths.min()), int(data.src_lengths.max())
     group = (data.src_lengths - first) // bin_width  # (N,)
     last = (longest - first) // bin_width

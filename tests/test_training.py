@@ -19,6 +19,7 @@ from attnlib.training import (
     accuracy_by_length,
     count_parameters,
     evaluate,
+    predict_scores,
     score_batch,
     sequence_loss,
     train,
@@ -88,6 +89,19 @@ def test_accuracy_by_length_groups_every_example():
     assert report["length"] == sorted(report["length"])
     exact = dict(zip(report["length"], report["exact_match"], strict=True))
     assert exact[5] == 1.0 and exact[max(exact)] == 0.0  # only long targets reach token 20
+
+
+def test_given_scores_give_the_same_report_without_decoding_again():
+    _, test = digit_datasets(5, 200, seed=0, min_len=5, max_len=50)
+    model = Oracle(test, wrong_from=20)
+    scores = predict_scores(model, test)
+    assert evaluate(model, test, scores=scores) == evaluate(model, test)
+    assert accuracy_by_length(model, test, scores=scores) == accuracy_by_length(model, test)
+    assert evaluate(None, test, scores=scores) == evaluate(model, test)  # the model is not used
+    with pytest.raises(ValueError, match=r"expected scores of shape \(N,\) = \(200,\).*\(10,\)"):
+        evaluate(model, test, scores=tuple(t[:10] for t in scores))
+    with pytest.raises(TypeError, match="from predict_scores"):
+        accuracy_by_length(model, test, scores=scores[0])
 
 
 def test_overfits_32_examples():
