@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine that has only python3:
 #   make lab    build .venv if needed, then open JupyterLab on the notebooks
-#   make test   build .venv if needed, then lint, unit tests and nbval on every notebook
-#               (nbval on a second CPU code path, so outputs that depend on the CPU fail here)
+#   make test   build .venv if needed, then lint, and the unit tests and nbval on every notebook
+#               (on a second CPU code path, so outputs that depend on the CPU fail here)
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -44,9 +44,9 @@ LAB_ARGS ?=
 
 help:
 	@echo "make lab       set up .venv (first time only) and open JupyterLab"
-	@echo "make test      set up .venv (first time only), then ruff, pytest and nbval-portable"
+	@echo "make test      set up .venv (first time only), then ruff, and the unit tests and nbval-portable in one run"
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
-	@echo "make nbval-portable  nbval one CPU generation down (what make test runs)"
+	@echo "make nbval-portable  nbval one CPU generation down (as make test runs it)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
 	@echo "make student   write the student edition (solutions stubbed) into student/"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
@@ -100,7 +100,12 @@ nbval-portable: $(STAMP)
 	@echo "nbval on a second CPU code path: $(or $(PORTABLE_ENV),none known for this CPU; the machine's own)"
 	$(PORTABLE_ENV) $(NBVAL_RUN)
 
-test: lint unit nbval-portable
+# The unit tests and nbval-portable in one pytest session: both workers stay busy to the end
+# (two sessions in a row leave one worker idle while the other finishes the Chromium walk),
+# and the unit tests run on the second code path too. conftest.py orders the work.
+test: lint
+	@echo "unit tests and nbval on a second CPU code path: $(or $(PORTABLE_ENV),none known for this CPU; the machine's own)"
+	$(PORTABLE_ENV) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q tests $(NB)
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
 execute: $(STAMP)

@@ -1,12 +1,13 @@
 """pytest plugin for nbval runs of the notebooks.
 
 * Notebooks that share trained models through ``attnlib.cache.train_cached`` (07/08, 08/11,
-  09/11) run first, in their numeric order: xdist hands each of two workers two notebooks to
+  09/11) run first, in their numeric order: xdist hands each of two workers two files to
   start with (07 and 09 to one, 08 and 11 to the other), so the later notebook of each pair
-  finds the earlier one's model and loads it. The others follow, longest first, so that two
-  workers finish together (with ``--no-loadscope-reorder``; xdist would otherwise order them by
-  their number of cells). The length of a notebook is the one its stored outputs record: the
-  cell times of the last ``make execute``.
+  finds the earlier one's model and loads it. The other notebooks and unit-test modules
+  follow, longest first, so that two workers finish together (with
+  ``--no-loadscope-reorder``; xdist would otherwise order them by their number of tests). The
+  length of a notebook is the one its stored outputs record: the cell times of the last
+  ``make execute``; a few long unit-test modules are listed below, the rest keep their order.
 * At the end, a table of the seconds each notebook took under nbval, against its budget: a
   notebook that trains a model may take 75 s on the 2-core development machine, one that
   trains nothing 20 s (README, "Maintaining the series"). It reports; it never fails a run
@@ -26,6 +27,13 @@ TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 TRAINS = re.compile(
     r"(?<![.\w])(train|fit|train_cached)\(|training\.train\(|cache\.train_cached\("
 )  # attnlib's train() or train_cached() or a loop fit(), not .train()
+# Unit-test modules that take long (seconds on the development machine), started early when
+# the unit tests and the notebooks run in one session, so that no long one is left for last.
+LONG_UNIT_MODULES = {
+    "tests/test_browser.py": 46.0,
+    "tests/test_plotting.py": 30.0,
+    "tests/test_student_edition.py": 22.0,
+}
 SHARES = re.compile(r"train_cached\(")
 _seconds: dict[str, float] = defaultdict(float)
 
@@ -52,14 +60,13 @@ def recorded_seconds(path: str) -> float:
 
 
 def pytest_collection_modifyitems(items: list) -> None:
-    notebook = [item for item in items if item.nodeid.split("::")[0].endswith(".ipynb")]
-    if not notebook:
-        return
-    rest = [item for item in items if item not in notebook]
-    paths = {i.nodeid.split("::")[0] for i in notebook}
-    order = {p: (0, p, 0.0) if _shares_models(p) else (1, "", -recorded_seconds(p)) for p in paths}
-    notebook.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: cells keep their order
-    items[:] = rest + notebook
+    def key(item) -> tuple:
+        path = item.nodeid.split("::")[0]
+        if path.endswith(".ipynb"):
+            return (0, path, 0.0) if _shares_models(path) else (1, "", -recorded_seconds(path))
+        return (1, "", -LONG_UNIT_MODULES.get(path, 0.0))
+
+    items.sort(key=key)  # stable: tests and cells keep their order within a file
 
 
 def pytest_runtest_logreport(report) -> None:
