@@ -8,6 +8,10 @@
   ``--no-loadscope-reorder``; xdist would otherwise order them by their number of tests). The
   length of a notebook is the one its stored outputs record: the cell times of the last
   ``make execute``; a few long unit-test modules are listed below, the rest keep their order.
+* nbval's kernels talk to the workers over Unix sockets in a folder of their own, not over
+  TCP ports: two kernels that start at the same moment (the two workers begin together) can
+  otherwise pick the same free port, and the loser never answers ("Kernel didn't respond in
+  60 seconds"), a known race of jupyter_client's port choice.
 * At the end, a table of the seconds each notebook took under nbval, against its budget: a
   notebook that trains a model may take 75 s on the 2-core development machine, one that
   trains nothing 20 s (README, "Maintaining the series"). It reports; it never fails a run
@@ -17,7 +21,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
+import uuid
 from collections import defaultdict
 from datetime import datetime
 from functools import cache
@@ -57,6 +65,25 @@ def recorded_seconds(path: str) -> float:
         if start and end:
             total += (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     return total
+
+
+def pytest_configure(config) -> None:
+    if os.name != "posix":  # Unix sockets only; elsewhere nbval keeps TCP
+        return
+    try:
+        from jupyter_client.manager import KernelManager
+        from nbval import kernel as nbval_kernel
+    except ImportError:
+        return
+    sockets = tempfile.mkdtemp(prefix="nbval-")  # short: a socket path may not exceed 107 bytes
+    config.add_cleanup(lambda: shutil.rmtree(sockets, ignore_errors=True))
+
+    class UnixSocketKernelManager(KernelManager):
+        def __init__(self, **kwargs) -> None:
+            super().__init__(transport="ipc", **kwargs)
+            self.ip = os.path.join(sockets, uuid.uuid4().hex[:12])  # one prefix per kernel
+
+    nbval_kernel.KernelManager = UnixSocketKernelManager
 
 
 def pytest_collection_modifyitems(items: list) -> None:
