@@ -284,15 +284,3 @@ def test_rotary_angles_and_errors():
         apply_rotary(torch.randn(3, 5))
     with pytest.raises(ValueError, match=r"positions of shape \(T,\) with T=3"):
         apply_rotary(torch.randn(3, 4), torch.arange(4))
-
-
-def test_import_attnlib_efficient_stays_light():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, attnlib.efficient, attnlib.rotary; "
-        "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False False"
