@@ -1,7 +1,7 @@
 """pytest plugin for nbval runs of the notebooks.
 
-* Notebooks that share trained models through ``attnlib.cache.train_cached`` (07/08, 08/11,
-  09/11) run first, in their numeric order: xdist hands each of two workers two files to
+* Notebooks that share trained models through ``attnlib.cache.train_cached`` (07/08, 07/11,
+  08/11, 09/11) run first, in their numeric order: xdist hands each of two workers two files to
   start with (07 and 09 to one, 08 and 11 to the other), so the later notebook of each pair
   finds the earlier one's model and loads it. The other notebooks and unit-test modules
   follow, longest first, so that two workers finish together (with
