@@ -43,17 +43,30 @@ def test_environment_yml_uses_the_pins_and_python_311():
 
 def test_makefile_and_ci_use_the_same_pins_and_command():
     makefile = (ROOT / "Makefile").read_text()
-    # The venv recipe installs requirements.txt in two parts, side by side: torch, and the rest.
-    assert "pip install" in makefile
-    assert (
-        "grep -i '^torch==' requirements.txt" in makefile
-        and "grep -vi '^torch==' requirements.txt" in makefile
-    )
-    assert "-r $(VENV)/requirements-torch.txt" in makefile and "-r $(VENV)/requirements-rest.txt" in makefile
+    # uv installs requirements.txt; where uv fails, pip installs the very same file.
+    assert "$(UV_INSTALL) -r requirements.txt" in makefile
+    assert "$(PIP_INSTALL) -r requirements.txt" in makefile
     lines = (ROOT / "requirements.txt").read_text().splitlines()
     assert sum(line.lower().startswith("torch==") for line in lines) == 1
+    assert sum(line.lower().startswith("uv==") for line in lines) == 1
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / ".github" / "workflows" / "test.yml").read_text()
+
+
+def test_the_modules_compiled_at_set_up_exist():
+    # make venv imports these once so that their byte-code is written before the tests start;
+    # a name that no longer exists would fail the set-up.
+    import importlib.util
+
+    makefile = (ROOT / "Makefile").read_text()
+    names = []
+    for var in ("WARM_KERNEL", "WARM_TOOLS"):
+        match = re.search(rf"^{var}\s*:=(.*)$", makefile, re.M)
+        assert match, f"Makefile has no {var}"
+        names += match.group(1).split()
+    assert "torch" in names and "nbval" in names
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    assert not missing, f"modules named in the Makefile's warm-up that are not installed: {missing}"
 
 
 def test_installed_versions_match_the_pins():
