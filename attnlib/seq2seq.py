@@ -6,7 +6,7 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), `
 * :class:`Encoder`: a bidirectional LSTM; its outputs are projected back to ``H`` (``fc`` +
   tanh) and serve as keys and values; the two directions' final states are summed to start
   the decoder.
-* :class:`DecoderWithAttention`: one step per call; the attention module (any of
+* :class:`DecoderWithAttention`: Bahdanau's order: the attention module (any of
   :mod:`attnlib.scorers`) weighs the encoder outputs using the previous state, and the
   resulting context is concatenated with the embedded input token before the LSTM.
 * :class:`LuongDecoder`: Luong's order: the LSTM steps first, its new state is the query, and
@@ -163,7 +163,13 @@ class DecoderWithAttention(nn.Module):
         hidden_size: ``H``.
         num_layers: ``L``.
         attention_module: any module of :mod:`attnlib.scorers` built for ``H``.
+
+    A call with ``x`` of shape ``(B, T)`` runs all ``T`` teacher-forced steps and returns
+    ``(B, T, V)`` logits: the same steps, with the input tokens embedded and the outputs turned
+    into logits once for all steps instead of once per step.
     """
+
+    accepts_sequences = True
 
     def __init__(
         self, vocab_size: int, hidden_size: int, num_layers: int, attention_module: nn.Module
@@ -192,10 +198,14 @@ class DecoderWithAttention(nn.Module):
         mask: torch.Tensor | None = None,
         step: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Args: x ``(B,)`` input ids; hidden, cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``;
-        mask ``(B, Ts)`` True for real source tokens; step the output position ``t``.
+        """Args: x ``(B,)`` input ids (one step) or ``(B, T)`` (all teacher-forced steps); hidden,
+        cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``; mask ``(B, Ts)`` True for real source
+        tokens; step the output position ``t`` of ``x`` (of its first column).
 
-        Returns: ``predictions`` ``(B, V)`` (logits) and the new ``hidden``, ``cell``."""
+        Returns: ``predictions`` ``(B, V)`` or ``(B, T, V)`` (logits) and the new ``hidden``,
+        ``cell``. ``last_attn_weights`` holds ``(B, Ts)`` or ``(B, T, Ts)``."""
+        if x.ndim == 2:
+            return self._forward_sequence(x, hidden, cell, encoder_outputs, mask, step)
         embedded = self.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, H)
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # (B, Ts)
         context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, H) -> (B, 1, H)
@@ -203,6 +213,31 @@ class DecoderWithAttention(nn.Module):
         output, hidden, cell = lstm_step(self.rnn, rnn_input.squeeze(1), hidden, cell)  # (B, H)
         self.last_attn_weights = weights.detach()
         return self.fc(output), hidden, cell  # (B, H) -> (B, V)
+
+    def _forward_sequence(
+        self,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        cell: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        mask: torch.Tensor | None,
+        step: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """All ``T`` steps of ``x`` ``(B, T)``. The steps stay a loop (each query is the state
+        the step before left), but embedding and output layer run once, on all ``T`` steps."""
+        check_inputs(hidden, encoder_outputs, mask, self.hidden_size)
+        embedded = self.embedding(x)  # (B, T) -> (B, T, H)
+        outputs, all_weights = [], []
+        for t in range(x.shape[1]):
+            query = hidden[-1].unsqueeze(1)  # (B, 1, H): the top layer's previous state
+            weights = self.attention.attend(query, encoder_outputs, mask, step + t)  # (B, 1, Ts)
+            context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
+            rnn_input = torch.cat((embedded[:, t], context), dim=1)  # (B, 2H)
+            output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H)
+            outputs.append(output)
+            all_weights.append(weights)
+        self.last_attn_weights = torch.cat(all_weights, dim=1).detach()  # (B, T, Ts)
+        return self.fc(torch.stack(outputs, dim=1)), hidden, cell  # (B, T, H) -> (B, T, V)
 
 
 class LuongDecoder(nn.Module):
@@ -267,14 +302,13 @@ class LuongDecoder(nn.Module):
         # h̃ of the last step may hold part of an autograd graph: never copy or pickle it.
         return {**super().__getstate__(), "_feed": None}
 
-    def _attend_and_predict(
+    def _attentional(
         self, outputs: torch.Tensor, encoder_outputs: torch.Tensor, weights: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """From the top-layer states ``(B, T, H)`` and their weights ``(B, T, Ts)`` to logits
-        ``(B, T, V)`` and the attentional states ``h̃`` ``(B, T, H)``."""
+    ) -> torch.Tensor:
+        """From the top-layer states ``(B, T, H)`` and their weights ``(B, T, Ts)`` to the
+        attentional states ``h̃`` ``(B, T, H)``; ``fc`` turns them into logits."""
         context = torch.bmm(weights, encoder_outputs)  # (B, T, Ts) @ (B, Ts, H) -> (B, T, H)
-        attentional = torch.tanh(self.W_c(torch.cat((context, outputs), dim=2)))  # (B, T, 2H) -> (B, T, H)
-        return self.fc(attentional), attentional  # (B, T, V), (B, T, H)
+        return torch.tanh(self.W_c(torch.cat((context, outputs), dim=2)))  # (B, T, 2H) -> (B, T, H)
 
     def forward(
         self,
@@ -302,10 +336,10 @@ class LuongDecoder(nn.Module):
         output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H): h_t
         outputs = output.unsqueeze(1)  # (B, 1, H)
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # scores h_t = hidden[-1]: (B, Ts)
-        logits, attentional = self._attend_and_predict(outputs, encoder_outputs, weights.unsqueeze(1))
+        attentional = self._attentional(outputs, encoder_outputs, weights.unsqueeze(1))  # (B, 1, H)
         self._feed = attentional.squeeze(1)  # (B, H): h̃_t, fed into step t + 1
         self.last_attn_weights = weights.detach()
-        return logits.squeeze(1), hidden, cell  # (B, V)
+        return self.fc(self._feed), hidden, cell  # (B, V)
 
     def _forward_sequence(
         self,
@@ -322,23 +356,23 @@ class LuongDecoder(nn.Module):
         if not self.input_feeding:
             outputs, (hidden, cell) = self.rnn(embedded, (hidden, cell))  # (B, T, H): h_1 .. h_T
             weights = self.attention.attend(outputs, encoder_outputs, mask, step)  # (B, T, Ts)
-            logits, _ = self._attend_and_predict(outputs, encoder_outputs, weights)
+            attentional = self._attentional(outputs, encoder_outputs, weights)  # (B, T, H)
         else:
             feed = encoder_outputs.new_zeros(x.shape[0], 1, self.hidden_size)  # h̃_{-1} = 0: (B, 1, H)
-            all_logits, all_weights = [], []
+            all_feeds, all_weights = [], []
             for t in range(x.shape[1]):
                 rnn_input = torch.cat((embedded[:, t], feed[:, 0]), dim=1)  # (B, 2H)
                 output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H)
                 output = output.unsqueeze(1)  # (B, 1, H)
                 weights = self.attention.attend(output, encoder_outputs, mask, step + t)  # (B, 1, Ts)
-                logits_t, feed = self._attend_and_predict(output, encoder_outputs, weights)
-                all_logits.append(logits_t)
+                feed = self._attentional(output, encoder_outputs, weights)  # (B, 1, H): h̃_t
+                all_feeds.append(feed)
                 all_weights.append(weights)
-            logits = torch.cat(all_logits, dim=1)  # (B, T, V)
+            attentional = torch.cat(all_feeds, dim=1)  # (B, T, H)
             weights = torch.cat(all_weights, dim=1)  # (B, T, Ts)
         self._feed = None
         self.last_attn_weights = weights.detach()
-        return logits, hidden, cell
+        return self.fc(attentional), hidden, cell  # (B, T, H) -> (B, T, V)
 
 
 class Decoder(nn.Module):

@@ -290,6 +290,29 @@ def test_teacher_forcing_ratio():
     assert not torch.allclose(free, forced)
 
 
+@pytest.mark.parametrize("name", SCORERS)
+def test_attention_decoder_sequence_call_equals_step_by_step(name):
+    src, tgt = padded_batch()
+    model = make_model(name, layers=2)
+    fast = model(src, tgt, teacher_forcing_ratio=1.0)  # one decoder call for all steps
+    fast_weights = model.last_attn_weights
+    fast.square().sum().backward()
+    fast_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    keys, hidden, cell, mask = model.encode(src)
+    steps, weights = [], []
+    for t in range(tgt.shape[1] - 1):
+        out, hidden, cell = model.decoder(tgt[:, t], hidden, cell, keys, mask, step=t)
+        steps.append(out)
+        weights.append(model.decoder.last_attn_weights)
+    slow = torch.stack(steps, dim=1)
+    torch.testing.assert_close(fast, slow)
+    torch.testing.assert_close(fast_weights, torch.stack(weights, dim=1))
+    slow.square().sum().backward()
+    for fast_grad, p in zip(fast_grads, model.parameters(), strict=True):
+        torch.testing.assert_close(fast_grad, p.grad)
+
+
 def test_baseline_fast_path_equals_step_by_step():
     src, tgt = padded_batch()
     model = make_model(attention=None, layers=2)
