@@ -56,27 +56,48 @@ help:
 
 venv: $(STAMP)
 
-# Rebuilt whenever the pins or the package metadata change. requirements.txt pins every
-# package, so nothing needs resolving (--no-deps). uv installs all of them in a few seconds
-# from its cache, where pip takes about a minute. uv reads the folders of wheels that pip is
-# configured to read (find-links in pip.conf or PIP_FIND_LINKS), so torch comes from the same
-# file as with pip on machines that ship one (a CPU build); without uv (no network to PyPI, say),
-# pip installs everything. Byte-code: rather than compiling all 11,500 files of the environment
-# (37 s here, most of them never imported), the modules that the tests and every notebook kernel
-# import are compiled once here, by importing them in two processes side by side (about 14 s).
+# Rebuilt whenever the pins or the package metadata change. On Linux requirements.txt is the
+# whole environment, so nothing needs resolving (--no-deps); elsewhere (macOS) pip and uv also
+# resolve the few packages that exist only there (ipykernel needs appnope on macOS), and every
+# pinned package keeps its pin. uv installs everything in a few seconds from its cache, where pip
+# takes about a minute; without uv (no network to PyPI, say) pip installs everything.
+#
+# torch: PyPI's Linux wheels are CUDA builds that need about 3 GB of NVIDIA packages, which the
+# pins leave out. The CPU build that made the stored outputs comes from a folder of wheels that
+# pip is configured to read (find-links in pip.conf or PIP_FIND_LINKS) where one holds it, else
+# from PyTorch's own index (TORCH_INDEX); the pin `torch==2.13.0` accepts `2.13.0+cpu`, so the
+# install from requirements.txt then keeps it.
+#
+# Byte-code: rather than compiling all 11,500 files of the environment (37 s here, most of them
+# never imported), the modules that the tests and every notebook kernel import are compiled once
+# here, by importing them in two processes side by side.
+UNAME       := $(shell uname -s)
+NO_DEPS     := $(if $(filter Linux,$(UNAME)),--no-deps)
 FIND_LINKS   = $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps
-UV_INSTALL   = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix --find-links=,$(FIND_LINKS))
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# $(call torch_from_index,VERSION): the install arguments for torch's CPU build from TORCH_INDEX,
+# or nothing where no index is needed (not Linux, or a wheel folder holds the CPU build).
+torch_from_index = $(if $(and $(filter Linux,$(UNAME)),$(if $(wildcard $(addsuffix \
+  /torch-$(1)+cpu-*.whl,$(patsubst file://%,%,$(FIND_LINKS)))),,y)),--index-url $(TORCH_INDEX) torch==$(1))
+TORCH_PIN    = $(call torch_from_index,$(patsubst torch==%,%,$(shell grep -i '^torch==' requirements.txt)))
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+UV_INSTALL   = $(BIN)/uv pip install --quiet --python $(BIN)/python $(addprefix --find-links=,$(FIND_LINKS))
 WARM_KERNEL := torch matplotlib.pyplot sklearn.datasets tqdm.auto hypothesis
 WARM_TOOLS  := IPython ipykernel.kernelapp ipywidgets jupyter_client nbformat nbval pytest xdist
 IMPORT_ALL  := import importlib, sys; [importlib.import_module(name) for name in sys.argv[1:]]
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; v = sys.version_info[:2]; v == (3, 11) or print(f"warning: stored outputs were made with Python 3.11, this is {v[0]}.{v[1]}")'
-	{ $(PIP_INSTALL) $$(grep -i '^uv==' requirements.txt) && $(UV_INSTALL) -r requirements.txt \
-	    && $(UV_INSTALL) --no-build-isolation -e .; } \
+	$(if $(TORCH_PIN),@echo "make venv: torch's CPU build from $(TORCH_INDEX) (PyPI's Linux build is for CUDA)")
+	{ $(PIP_INSTALL) --no-deps $$(grep -i '^uv==' requirements.txt) \
+	    $(if $(TORCH_PIN),&& $(UV_INSTALL) --no-deps $(TORCH_PIN)) \
+	    && $(UV_INSTALL) $(NO_DEPS) -r requirements.txt && $(UV_INSTALL) --no-deps --no-build-isolation -e .; } \
 	  || { echo "make venv: uv failed, pip installs everything (a minute or two)"; \
-	       $(PIP_INSTALL) -r requirements.txt && $(PIP_INSTALL) --no-build-isolation -e .; }
+	       $(if $(TORCH_PIN),$(PIP_INSTALL) --no-deps $(TORCH_PIN) &&) \
+	       $(PIP_INSTALL) $(NO_DEPS) -r requirements.txt && $(PIP_INSTALL) --no-deps --no-build-isolation -e .; } \
+	  || { echo "make venv failed. $(if $(TORCH_PIN),If torch could not be installed: its CPU build comes from \
+	TORCH_INDEX=$(TORCH_INDEX); pass TORCH_INDEX=<a mirror of it> or PIP_FIND_LINKS=<a folder with \
+	the torch-*+cpu-*.whl file>.)"; exit 1; }
 	$(BIN)/python -c '$(IMPORT_ALL)' $(WARM_KERNEL) & kernel=$$!; \
 	  $(BIN)/python -c '$(IMPORT_ALL)' $(WARM_TOOLS) && wait $$kernel
 	@touch $(STAMP)
@@ -138,9 +159,12 @@ site: slides
 # jsonschema that jupyter-events asks for. It builds about 35 Earley parsers when imported, which
 # is 2.4 s of start-up in every process that imports nbformat (each pytest worker, `make execute`,
 # JupyterLab); without it jsonschema skips its IRI format checks, which no Jupyter schema uses
-# (python-jsonschema/jsonschema#1428).
+# (python-jsonschema/jsonschema#1428). torch's CPU build is installed first, as in make venv, so
+# that the freeze holds no NVIDIA packages.
+LOCK_TORCH = $(call torch_from_index,$(patsubst torch==%,%,$(shell grep -io '^torch==[0-9.]*' requirements.in)))
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	$(if $(LOCK_TORCH),.lock-venv/bin/python -m pip install --quiet --no-deps $(LOCK_TORCH))
 	.lock-venv/bin/python -m pip install --quiet -r requirements.in
 	{ echo "# Exact pins that generated the stored notebook outputs (Python 3.11, x86-64 Linux)."; \
 	  echo "# Generated by 'make lock' from requirements.in; do not edit by hand."; \

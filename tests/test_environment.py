@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +41,7 @@ def test_environment_yml_uses_the_pins_and_python_311():
     assert re.search(r"^\s*-\s*-r requirements\.txt\s*$", text, re.M), (
         "environment.yml must install requirements.txt"
     )
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text, "torch's CPU build"
     pinned_here = re.findall(r"^\s*-\s*([A-Za-z0-9_.-]+)\s*[=<>]", text, re.M)
     assert pinned_here == ["python"], f"environment.yml must not pin packages itself: {pinned_here}"
 
@@ -44,13 +49,52 @@ def test_environment_yml_uses_the_pins_and_python_311():
 def test_makefile_and_ci_use_the_same_pins_and_command():
     makefile = (ROOT / "Makefile").read_text()
     # uv installs requirements.txt; where uv fails, pip installs the very same file.
-    assert "$(UV_INSTALL) -r requirements.txt" in makefile
-    assert "$(PIP_INSTALL) -r requirements.txt" in makefile
+    assert "$(UV_INSTALL) $(NO_DEPS) -r requirements.txt" in makefile
+    assert "$(PIP_INSTALL) $(NO_DEPS) -r requirements.txt" in makefile
     lines = (ROOT / "requirements.txt").read_text().splitlines()
     assert sum(line.lower().startswith("torch==") for line in lines) == 1
     assert sum(line.lower().startswith("uv==") for line in lines) == 1
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / ".github" / "workflows" / "test.yml").read_text()
+
+
+def test_the_pins_hold_no_cuda_packages():
+    # The CPU build of torch needs none; PyPI's Linux build would pull about 3 GB of them.
+    cuda = [name for name in pins() if name.startswith(("nvidia-", "triton", "cuda-"))]
+    assert not cuda, f"requirements.txt pins CUDA packages (a lock made with PyPI's torch?): {cuda}"
+
+
+def make_venv_commands(find_links: Path) -> str:
+    """What `make venv` would run (make -n) with only `find_links` as a folder of wheels."""
+    result = subprocess.run(
+        ["make", "-n", "-B", "venv", f"FIND_LINKS={find_links}"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("make") is None, reason="Linux with make")
+def test_make_venv_installs_torch_cpu_build_on_linux(tmp_path: Path) -> None:
+    torch_pin = pins()["torch"]
+    from_index = f"--no-deps --index-url https://download.pytorch.org/whl/cpu torch=={torch_pin}"
+    # No folder of wheels holds the CPU build: uv (and pip, if uv fails) take it from PyTorch's
+    # index first, then the pins, which keep it.
+    commands = make_venv_commands(tmp_path)
+    for installer in ("uv pip install", "-m pip install"):
+        first = commands.index(f"{installer} --quiet", commands.index("$(grep -i '^uv=="))
+        torch_at = commands.find(from_index, first)
+        pins_at = commands.find("--no-deps -r requirements.txt", first)
+        assert -1 < torch_at < pins_at, f"{installer}: torch's CPU build is not installed before the pins"
+    # A folder of wheels that holds it (as on the development machine): no index needed.
+    (tmp_path / f"torch-{torch_pin}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").touch()
+    commands = make_venv_commands(tmp_path)
+    assert "--index-url" not in commands
+    assert f"--find-links={tmp_path}" in commands
 
 
 def test_the_modules_compiled_at_set_up_exist():
