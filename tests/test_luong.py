@@ -10,6 +10,7 @@ import torch
 from attnlib.data import PAD_ID
 from attnlib.scorers import SCORERS, make_attention
 from attnlib.seq2seq import Encoder, LuongDecoder, Seq2Seq
+from tests.decoding import decode_step_by_step
 
 V, H = 11, 6
 
@@ -67,14 +68,9 @@ def test_sequence_call_equals_step_by_step(name, feeding):
     src, tgt = padded_batch()
     fast = model(src, tgt)  # teacher forcing: one decoder call for all steps
     fast_weights = model.last_attn_weights
-    keys, hidden, cell, mask = model.encode(src)
-    steps, weights = [], []
-    for t in range(tgt.shape[1] - 1):
-        out, hidden, cell = model.decoder(tgt[:, t], hidden, cell, keys, mask, step=t)
-        steps.append(out)
-        weights.append(model.decoder.last_attn_weights)
-    torch.testing.assert_close(fast, torch.stack(steps, dim=1))
-    torch.testing.assert_close(fast_weights, torch.stack(weights, dim=1))
+    slow, slow_weights = decode_step_by_step(model, src, tgt)
+    torch.testing.assert_close(fast, slow)
+    torch.testing.assert_close(fast_weights, slow_weights)
 
 
 def test_input_feeding_widens_the_lstm_input_and_changes_the_output():

@@ -23,6 +23,7 @@ from attnlib.scorers import (
     make_attention,
 )
 from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq, lstm_step
+from tests.decoding import decode_step_by_step
 
 H, V = 8, 13
 
@@ -299,15 +300,9 @@ def test_attention_decoder_sequence_call_equals_step_by_step(name):
     fast.square().sum().backward()
     fast_grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
-    keys, hidden, cell, mask = model.encode(src)
-    steps, weights = [], []
-    for t in range(tgt.shape[1] - 1):
-        out, hidden, cell = model.decoder(tgt[:, t], hidden, cell, keys, mask, step=t)
-        steps.append(out)
-        weights.append(model.decoder.last_attn_weights)
-    slow = torch.stack(steps, dim=1)
+    slow, slow_weights = decode_step_by_step(model, src, tgt)
     torch.testing.assert_close(fast, slow)
-    torch.testing.assert_close(fast_weights, torch.stack(weights, dim=1))
+    torch.testing.assert_close(fast_weights, slow_weights)
     slow.square().sum().backward()
     for fast_grad, p in zip(fast_grads, model.parameters(), strict=True):
         torch.testing.assert_close(fast_grad, p.grad)
