@@ -64,12 +64,16 @@ def test_the_pins_hold_no_cuda_packages():
     assert not cuda, f"requirements.txt pins CUDA packages (a lock made with PyPI's torch?): {cuda}"
 
 
+# A surrounding `make test` (or a user's TORCH_INDEX) must not change what the inner make prints.
+OUTER_MAKE_SETTINGS = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TORCH_INDEX")
+
+
 def make_venv_commands(find_links: Path) -> str:
     """What `make venv` would run (make -n) with only `find_links` as a folder of wheels."""
     result = subprocess.run(
         ["make", "-n", "-B", "venv", f"FIND_LINKS={find_links}"],
         cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+        env={k: v for k, v in os.environ.items() if k not in OUTER_MAKE_SETTINGS},
         capture_output=True,
         text=True,
         timeout=60,
