@@ -25,7 +25,7 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscop
 
 .PHONY: help venv lab test lint unit nbval nbval-portable execute student slides site lock clean
 
-# Stored outputs must hold on every x86-64 CPU (README, "Outputs that hold on every CPU").
+# Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # nbval-portable re-runs the notebooks with this CPU's vector code paths switched one
 # generation down: AVX-512 -> AVX2 (what most laptops and hosted CI runners have), AVX2 ->
 # AVX without FMA and ATen's non-vectorised kernels. Other code paths round differently, so a
@@ -48,7 +48,7 @@ help:
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
 	@echo "make nbval-portable  nbval one CPU generation down (as make test runs it)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
-	@echo "make student   write the student edition (solutions stubbed) into student/"
+	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
@@ -110,8 +110,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check attnlib tests conftest.py
-	$(BIN)/ruff format --check attnlib tests conftest.py
+	$(BIN)/ruff check attnlib tools tests conftest.py
+	$(BIN)/ruff format --check attnlib tools tests conftest.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -n 2
@@ -138,22 +138,26 @@ execute: $(STAMP)
 	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
 	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)
 
+# The publishing tools live in tools/, outside the attnlib package (the wheel does not ship them),
+# and run from the repository root: `python -m tools.<name>`.
+#
 # Solutions become stubs; a notebook the student already changed is never overwritten.
+STUDENT_DIR ?= student
 student: $(STAMP)
-	$(BIN)/python -m attnlib.student notebooks student
+	$(BIN)/python -m tools.student notebooks $(STUDENT_DIR)
 
 # One reveal.js deck per notebook (speaker notes: press S), opening offline from local files:
 # reveal.js is copied next to the decks from a pinned package, maths is MathML made at build
-# time, explorers are stills, progress bars and training logs are left out (attnlib/slides.py).
+# time, explorers are stills, progress bars and training logs are left out (tools/slides.py).
 SLIDES_DIR ?= build/slides
 SITE_DIR   ?= build/site
 slides: $(STAMP)
-	$(BIN)/python -m attnlib.slides $(NB) $(SLIDES_DIR)
+	$(BIN)/python -m tools.slides $(NB) $(SLIDES_DIR)
 
 # The series as a static web site from the stored notebooks (nothing is re-executed), with the
-# decks copied into it: open build/site/index.html (attnlib/site.py).
+# decks copied into it: open build/site/index.html (tools/site.py).
 site: slides
-	$(BIN)/python -m attnlib.site notebooks $(SITE_DIR) $(SLIDES_DIR)
+	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR)
 
 # Left out of the pins: rfc3987-syntax (and lark, which only it needs), an optional extra of
 # jsonschema that jupyter-events asks for. It builds about 35 Earley parsers when imported, which

@@ -96,8 +96,8 @@ pytestmark = pytest.mark.skipif(_chromium_missing() is not None, reason=str(_chr
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Decks and site, built from the stored notebooks as `make site` builds them."""
-    from attnlib.site import build_site
-    from attnlib.slides import build_decks
+    from tools.site import build_site
+    from tools.slides import build_decks
 
     out = tmp_path_factory.mktemp("publish")
     decks = build_decks(ROOT / "notebooks", out / "slides")

@@ -131,32 +131,157 @@ def test_installed_versions_match_the_pins():
     assert not wrong, f"installed versions differ from requirements.txt (pinned, installed): {wrong}"
 
 
-# The modules that hold models, data and training: importing them must not pull in plotting
-# or widgets (a script or a test that trains a model should not pay for them).
-LIGHT_MODULES = [
-    "attnlib",
-    "attnlib.blocks",
-    "attnlib.cache",
-    "attnlib.data",
-    "attnlib.efficient",
-    "attnlib.functional",
-    "attnlib.gpt",
-    "attnlib.masks",
-    "attnlib.multihead",
-    "attnlib.rotary",
-    "attnlib.scorers",
-    "attnlib.self_attention",
-    "attnlib.seq2seq",
-    "attnlib.training",
-    "attnlib.transformer",
-    "attnlib.vit",
-]
+# Every module outside attnlib.viz (models, data, training, the exercise checks, and the aliases
+# of moved modules): importing it must not pull in plotting or widgets (a script or a test that
+# trains a model should not pay for them).
+def light_modules() -> list[str]:
+    names = []
+    for path in sorted((ROOT / "attnlib").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if "viz" not in parts:
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 def test_import_attnlib_is_light():
+    modules = light_modules()
+    assert {"attnlib", "attnlib.functional", "attnlib.check"} <= set(modules)
     code = (
-        f"import sys, {', '.join(LIGHT_MODULES)}; "
+        f"import sys, {', '.join(modules)}; "
         "print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- attnlib is what notebooks import, and nothing else -------------------------------------------
+# The publishing tools (student edition, decks, site) live in tools/, outside the package: the
+# wheel ships neither them, nor their templates, nor a dependency on what they import.
+TOOLS = ("notes", "publish", "site", "slides", "student")
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_modules(source: str) -> set[str]:
+    """The top-level names of the absolute imports in Python source."""
+    import ast
+
+    found = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def imported_by(folder: str) -> set[str]:
+    """The third-party modules that the Python files under ``folder`` import."""
+    found = set().union(
+        *(imported_modules(p.read_text(encoding="utf-8")) for p in (ROOT / folder).rglob("*.py"))
+    )
+    return third_party(found)
+
+
+def third_party(modules: set[str]) -> set[str]:
+    return {m for m in modules if m not in sys.stdlib_module_names and m not in ("attnlib", "tools")}
+
+
+def distributions(modules: set[str]) -> set[str]:
+    """The (canonical) names of the installed distributions that provide these modules."""
+    from importlib.metadata import packages_distributions
+
+    provided = packages_distributions()
+    unknown = sorted(m for m in modules if m not in provided)
+    assert not unknown, f"imported but installed by no distribution: {unknown}"
+    return {canonical(d) for m in modules for d in provided[m]}
+
+
+def declared_by_attnlib() -> tuple[set[str], set[str]]:
+    """attnlib's dependencies and its `notebooks` extra, as canonical names."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {canonical(re.split(r"[=<>!~\[; ]", r)[0]) for r in reqs}
+
+    return names(project["dependencies"]), names(project["optional-dependencies"]["notebooks"])
+
+
+def test_the_wheel_ships_only_attnlib():
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    config = read_configuration(ROOT / "pyproject.toml")["tool"]["setuptools"]
+    packages = config["packages"]
+    assert "attnlib" in packages
+    assert all(p == "attnlib" or p.startswith("attnlib.") for p in packages), f"not attnlib: {packages}"
+    assert not config.get("package-data") and not config.get("data-files"), "the wheel ships data files"
+    assert not (ROOT / "MANIFEST.in").exists(), "a MANIFEST.in would add files to the wheel"
+    shipped = [path for p in packages for path in (ROOT / p.replace(".", "/")).iterdir()]
+    tools_inside = sorted(
+        str(p.relative_to(ROOT)) for p in shipped if p.stem in TOOLS or "templates" in p.name
+    )
+    assert not tools_inside, f"publishing tools inside the package (they belong in tools/): {tools_inside}"
+    assert all((ROOT / "tools" / f"{name}.py").exists() for name in TOOLS)
+
+
+def test_attnlib_imports_nothing_of_the_publishing_tools():
+    tools_deps = imported_by("tools")
+    assert {"nbconvert", "nbformat"} <= tools_deps
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(found)
+        for path in (ROOT / "attnlib").rglob("*.py")
+        if (found := imported_modules(path.read_text(encoding="utf-8")) & (tools_deps | {"tools"}))
+    }
+    assert not wrong, f"attnlib modules that import the publishing tools or their dependencies: {wrong}"
+
+
+def test_the_tools_dependencies_are_pinned_and_not_attnlibs():
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    direct = distributions(imported_by("tools"))
+    top = {
+        canonical(re.split(r"[=<>\[ ]", line)[0])
+        for line in (ROOT / "requirements.in").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert not direct - top, f"tools/ imports these, requirements.in does not list them: {direct - top}"
+    # What they need in turn (without optional extras) is pinned too: requirements.txt is the
+    # whole environment that the Makefile installs with --no-deps.
+    needed, todo = set(), list(direct)
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        for spec in requires(name) or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(canonical(req.name))
+    unpinned = sorted(needed - set(pins()))
+    assert not unpinned, f"the publishing tools need these, requirements.txt does not pin them: {unpinned}"
+    dependencies, extra = declared_by_attnlib()
+    assert not direct & (dependencies | extra), "attnlib must not depend on the publishing tools' packages"
+
+
+def test_attnlib_declares_what_notebooks_import():
+    import json
+
+    dependencies, extra = declared_by_attnlib()
+    assert dependencies == {"torch"}
+    used = set()
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":  # IPython magics and shell lines are not Python
+                lines = "".join(cell["source"]).splitlines()
+                code = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+                used |= imported_modules(code)
+    # NumPy: seeded by attnlib.repro where installed (matplotlib brings it), never required.
+    missing = distributions(third_party(used) | (imported_by("attnlib") - {"numpy"})) - dependencies - extra
+    assert not missing, f"imported by the notebooks or attnlib, not declared in pyproject.toml: {missing}"

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnlib import notes
+from tools import notes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -32,7 +32,7 @@ def old_style_notebook() -> nbformat.NotebookNode:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
 def test_every_notebook_follows_the_notes_convention(path):
-    """A notebook that fails here: run ``python -m attnlib.notes notebooks/<it>.ipynb``."""
+    """A notebook that fails here: run ``python -m tools.notes notebooks/<it>.ipynb``."""
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     assert notes.problems(nb) == []
 

@@ -1,4 +1,4 @@
-"""The pure parts of the slide and site builders (attnlib.publish, attnlib.site, attnlib.slides)."""
+"""The pure parts of the slide and site builders (tools.publish, tools.site, tools.slides)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attnlib.publish import (
+from tools.publish import (
     INTERACTIVE_NOTE,
     STILL_NOTE,
     markdown_to_html,
@@ -15,7 +15,7 @@ from attnlib.publish import (
     tex_to_mathml,
     widget_still,
 )
-from attnlib.site import build_site, readme_sections, readme_summaries, site_notebook, summary_of
+from tools.site import build_site, readme_sections, readme_summaries, site_notebook, summary_of
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -161,7 +161,7 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
 
 
 def test_progress_bars_on_stdout_are_left_out_and_epoch_lines_kept():
-    from attnlib.publish import static_outputs
+    from tools.publish import static_outputs
 
     bar = "\r 37%|###7      | 211/564 [00:02<00:02, 121.04it/s]"
     cell = {

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attnlib.student import build, stub_source
+from tools.student import build, stub_source
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = '''import torch
@@ -102,7 +102,8 @@ def test_never_overwrites_an_edited_notebook(tmp_path):
     edited = target.read_text().replace("Exercise: replace this line", "my own attempt")
     target.write_text(edited)
     out = subprocess.run(
-        [sys.executable, "-m", "attnlib.student", str(tmp_path / "src"), str(tmp_path / "student")],
+        [sys.executable, "-m", "tools.student", str(tmp_path / "src"), str(tmp_path / "student")],
+        cwd=ROOT,  # as `make student` runs it
         capture_output=True,
         text=True,
         check=True,
@@ -150,7 +151,7 @@ def _kind(cell: dict) -> str:
 
 
 def _answers(cells: list[dict]) -> tuple[set[str], str]:
-    """What gives an exercise away, found in the source notebook without attnlib.student, and
+    """What gives an exercise away, found in the source notebook without tools.student, and
     the public text it is told apart from.
 
     Public: every cell before the Exercises heading but the speaker notes, the Exercises
@@ -265,7 +266,7 @@ def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(next((ROOT / "notebooks").glob("01_*.ipynb")), as_version=4)
-    from attnlib.student import student_notebook
+    from tools.student import student_notebook
 
     nb = nbformat.from_dict(student_notebook(nb))
     NotebookClient(

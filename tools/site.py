@@ -1,12 +1,12 @@
 """Build the series as a static web site from the stored notebooks, without running them.
 
-Usage: ``python -m attnlib.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make site`` runs
+Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make site`` runs
 ``notebooks`` -> ``build/site``, after ``make slides`` wrote ``build/slides``).
 
 - ``index.html``: what the series is and for whom, the chapter list, how to run it locally
   (all from README.md); ``references.html``: README's bibliography.
 - one page per notebook, ``NN_name.html``: prose, MathML maths, code, outputs and figures, with
-  the exercises as in the student edition (``attnlib.student``) and without speaker notes; an
+  the exercises as in the student edition (``tools.student``) and without speaker notes; an
   explorer shows as the still of its default view with a line saying it is interactive in
   JupyterLab.
 - ``slides/`` (the decks, copied) and ``notebooks/`` (the notebook files), which pages link to.
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from attnlib.publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
-from attnlib.student import student_notebook
+from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
+from .student import student_notebook
 
 SERIES = "Attention, from one dot product to a trained Transformer"
 

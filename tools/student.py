@@ -1,7 +1,7 @@
 """Write the student edition of the notebooks: solutions become stubs, nothing a student
 edited is ever overwritten.
 
-Usage: ``python -m attnlib.student [SOURCE_DIR] [TARGET_DIR]`` (``make student`` runs
+Usage: ``python -m tools.student [SOURCE_DIR] [TARGET_DIR]`` (``make student`` runs
 ``notebooks`` -> ``student``).
 
 A code cell tagged ``solution`` keeps its imports and the signatures and docstrings of its
@@ -42,7 +42,7 @@ EXERCISES_HEADING = re.compile(r"#{1,2}\s+Exercises\b")
 EXERCISE_HEADING = re.compile(r"#{3,}\s+Exercise\b")
 SECTION_HEADING = re.compile(r"#{1,2}\s")
 # How an Exercises intro says where to write; older wordings included, so that a new notebook
-# reads right in the student edition before `python -m attnlib.notes` has normalised it.
+# reads right in the student edition before `python -m tools.notes` has normalised it.
 _WHERE = re.compile(
     r"in the (?:first (?:code )?cell of each exercise|cell tagged as the solution|cell tagged `\w+`)"
 )

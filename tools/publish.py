@@ -1,4 +1,4 @@
-"""What the slide decks (``attnlib.slides``) and the web site (``attnlib.site``) share: stored
+"""What the slide decks (``tools.slides``) and the web site (``tools.site``) share: stored
 notebooks turned into HTML that opens offline, with nothing fetched from a CDN.
 
 - Maths is rendered at build time to MathML (``latex2mathml``, pure Python), which browsers
@@ -10,8 +10,8 @@ notebooks turned into HTML that opens offline, with nothing fetched from a CDN.
 - Progress bars (on ``stderr``, or as text with carriage returns on ``stdout``) are left out;
   the decks also leave out a training cell's printed log.
 
-Used by ``python -m attnlib.slides`` and ``python -m attnlib.site``; ``import attnlib`` does
-not import it.
+Used by ``python -m tools.slides`` and ``python -m tools.site`` (``make slides``, ``make site``);
+outside the attnlib package, so the wheel that notebooks install does not ship it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 from html import escape
 from pathlib import Path
 
-TEMPLATES = Path(__file__).with_name("site_templates")
+TEMPLATES = Path(__file__).with_name("templates")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 INTERACTIVE_NOTE = "Interactive explorer: open this notebook in JupyterLab and run it to use the controls."

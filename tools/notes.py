@@ -1,6 +1,6 @@
 """Keep speaker notes out of the students' way, and tell instructors how to present live.
 
-Usage: ``python -m attnlib.notes notebooks`` (or one or more ``.ipynb`` paths). Idempotent:
+Usage: ``python -m tools.notes notebooks`` (or one or more ``.ipynb`` paths). Idempotent:
 a second run changes nothing. Only markdown is edited, so no re-execution is needed.
 
 Every speaker-notes cell (slide type ``notes``, which RISE and ``make slides`` show as
@@ -12,7 +12,7 @@ speaker notes, key ``S``) gets
 
 The first notes cell also holds :data:`PRESENTING`, how to present the notebook live with RISE,
 and the Exercises intro says where answers go (the cell tagged ``solution``; the student
-edition of :mod:`attnlib.student` says ``exercise``).
+edition of :mod:`tools.student` says ``exercise``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Build one reveal.js deck per notebook, fit to open offline in any lecture room.
 
-Usage: ``python -m attnlib.slides [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides`` runs
+Usage: ``python -m tools.slides [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides`` runs
 ``notebooks`` -> ``build/slides``).
 
 Every deck loads reveal.js from ``OUT_DIR/reveal.js/``, copied from the pinned
@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from attnlib.publish import exporter, static_outputs, title_of
+from .publish import exporter, static_outputs, title_of
 
 REVEAL_DIR = "reveal.js"
 
