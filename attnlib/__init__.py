@@ -1,10 +1,13 @@
 """attnlib: the attention library behind the notebook series.
 
 From one dot product to a trained Transformer. Masks are boolean with True = may attend,
-exactly as in ``torch.nn.functional.scaled_dot_product_attention``. Plotting and widgets
-live in ``attnlib.plotting`` and ``attnlib.widgets`` and are imported only when used.
+exactly as in ``torch.nn.functional.scaled_dot_product_attention``. Everything that draws
+(plots, diagrams, explorers) lives in ``attnlib.viz`` and the exercise checks in
+``attnlib.check``; ``import attnlib`` loads neither matplotlib nor ipywidgets.
+Trained models are memoised by :func:`attnlib.train_or_load`; "cache" means the KV cache.
 """
 
+from .attention_decoders import DecoderWithAttention, LuongDecoder
 from .blocks import (
     DecoderLayer,
     EncoderLayer,
@@ -14,28 +17,27 @@ from .blocks import (
     add_norm,
     sinusoidal_encoding,
 )
-from .data import PairDataset, Vocab, date_datasets, digit_datasets
-from .efficient import (
-    GroupedQueryAttention,
-    kv_cache_bytes,
-    online_softmax,
-    peak_memory,
-    receptive_field,
-    sliding_window_mask,
-    tiled_attention,
-)
+from .data import PairDataset, Vocab
+from .evaluation import accuracy_by_length, evaluate
 from .functional import attention_scores, masked_softmax, scaled_dot_product_attention
-from .gpt import GPT, KVCache, cached_attention, next_token_probs, sample_next, top_k_logits
+from .gpt import GPT
+from .gqa import GroupedQueryAttention
+from .kv_cache import KVCache, cached_attention
 from .masks import (
     causal_mask,
     combine_masks,
     from_masked_out,
     length_mask,
     padding_mask,
+    receptive_field,
+    sliding_window_mask,
     to_masked_out,
 )
+from .memory import kv_cache_bytes, peak_memory
+from .modes import evaluating
 from .multihead import (
     Attention,
+    FusedQKVAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     merge_heads,
@@ -43,24 +45,31 @@ from .multihead import (
 )
 from .repro import reproducible
 from .rotary import apply_rotary, rotary_angles
+from .sampling import next_token_probs, sample_next, top_k_logits
 from .scorers import (
+    AdditiveAttention,
     AttentionGeneral,
     AttentionParams,
     AttentionSimple,
+    DotAttention,
     HardAttention,
     LocalAttention,
     make_attention,
 )
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
-from .seq2seq import Decoder, DecoderWithAttention, Encoder, LuongDecoder, Seq2Seq
-from .training import accuracy_by_length, evaluate, train
+from .seq2seq import Decoder, Encoder, Seq2Seq, Seq2SeqModel
+from .tasks import date_datasets, digit_datasets
+from .tiled import online_softmax, tiled_attention
+from .trained import train_or_load
+from .training import train
 from .transformer import Transformer, to_torch_transformer
 from .vit import PatchEmbed, VisionTransformer, attention_rollout, occlude, patchify
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "GPT",
+    "AdditiveAttention",
     "Attention",
     "AttentionGeneral",
     "AttentionParams",
@@ -69,9 +78,11 @@ __all__ = [
     "Decoder",
     "DecoderLayer",
     "DecoderWithAttention",
+    "DotAttention",
     "Encoder",
     "EncoderLayer",
     "FeedForward",
+    "FusedQKVAttention",
     "GroupedQueryAttention",
     "HardAttention",
     "KVCache",
@@ -86,6 +97,7 @@ __all__ = [
     "SelfAttention",
     "SelfAttentionV1",
     "Seq2Seq",
+    "Seq2SeqModel",
     "Transformer",
     "VisionTransformer",
     "Vocab",
@@ -100,6 +112,7 @@ __all__ = [
     "date_datasets",
     "digit_datasets",
     "evaluate",
+    "evaluating",
     "from_masked_out",
     "kv_cache_bytes",
     "length_mask",
@@ -125,4 +138,5 @@ __all__ = [
     "to_torch_transformer",
     "top_k_logits",
     "train",
+    "train_or_load",
 ]

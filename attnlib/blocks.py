@@ -20,7 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_divisible, check_features, check_positive_int, check_probability, check_rank
+from ._validate import (
+    require_divisible,
+    require_features,
+    require_positive_int,
+    require_probability,
+    require_rank,
+)
 from .multihead import MultiHeadAttention
 
 
@@ -37,8 +43,8 @@ def sinusoidal_encoding(max_len: int, dim: int) -> torch.Tensor:
     Returns:
         ``(T, D)`` float tensor.
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("dim", dim)
+    require_positive_int("max_len", max_len)
+    require_positive_int("dim", dim)
     if dim % 2:
         raise ValueError(f"expected an even dim (sine and cosine come in pairs), got dim={dim}")
     position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)  # (T, 1)
@@ -68,8 +74,8 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(B, T, D)``. Returns: ``x + PE[:T]``, ``(B, T, D)``."""
-        check_rank("x", x, (3,), "(B, T, D)")
-        check_features("x", x, self.pe.shape[-1], "(B, T, D)")
+        require_rank("x", x, (3,), "(B, T, D)")
+        require_features("x", x, self.pe.shape[-1], "(B, T, D)")
         if x.shape[1] > self.pe.shape[1]:
             raise ValueError(f"x has {x.shape[1]} tokens, more than max_seq_len={self.pe.shape[1]}")
         return x + self.pe[:, : x.shape[1]]  # (B, T, D) + (1, T, D)
@@ -86,9 +92,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, dim: int, hidden_dim: int, dropout: float = 0.1) -> None:
         super().__init__()
-        self.w1 = nn.Linear(check_positive_int("dim", dim), check_positive_int("hidden_dim", hidden_dim))
+        self.w1 = nn.Linear(require_positive_int("dim", dim), require_positive_int("hidden_dim", hidden_dim))
         self.w2 = nn.Linear(hidden_dim, dim)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(B, T, D)``. Returns: ``(B, T, D)``."""
@@ -112,7 +118,7 @@ class LayerNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
         self.eps = eps
-        self.gamma = nn.Parameter(torch.ones(check_positive_int("dim", dim)))
+        self.gamma = nn.Parameter(torch.ones(require_positive_int("dim", dim)))
         self.beta = nn.Parameter(torch.zeros(dim))
 
     def extra_repr(self) -> str:
@@ -120,7 +126,7 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(..., D)``. Returns: ``(..., D)``."""
-        check_features("x", x, self.gamma.shape[0], "(..., D)")
+        require_features("x", x, self.gamma.shape[0], "(..., D)")
         return F.layer_norm(x, self.gamma.shape, self.gamma, self.beta, self.eps)
 
 
@@ -162,7 +168,8 @@ class EncoderLayer(nn.Module):
 
     Args:
         dim: model width ``D``.
-        n_heads: heads ``H`` (``dim`` must be a multiple).
+        n_heads: heads ``H`` (``dim`` must be a multiple); attnlib's ``num_heads``, kept short in
+            this published signature.
         hidden_dim: feed-forward width ``F``.
         dropout: dropout on attention weights, in the feed-forward block and on each
             sublayer's output.
@@ -183,7 +190,7 @@ class EncoderLayer(nn.Module):
         eps: float = 1e-6,
     ) -> None:
         super().__init__()
-        check_divisible(dim, n_heads, "dim", "n_heads")
+        require_divisible(dim, n_heads, "dim", "n_heads")
         self.norm_first = norm_first
         self.attention = _attention(dim, n_heads, dropout, max_seq_len, causal=False)
         self.attention_norm = LayerNorm(dim, eps)
@@ -225,7 +232,7 @@ class DecoderLayer(nn.Module):
         eps: float = 1e-6,
     ) -> None:
         super().__init__()
-        check_divisible(dim, n_heads, "dim", "n_heads")
+        require_divisible(dim, n_heads, "dim", "n_heads")
         self.norm_first = norm_first
         self.self_attention = _attention(dim, n_heads, dropout, max_seq_len, causal=True)
         self.self_attn_norm = LayerNorm(dim, eps)

@@ -1,15 +1,8 @@
-"""Character vocabularies, synthetic seq2seq tasks and padded batches (no downloads).
+"""Character vocabularies and padded batches of (source, target) string pairs.
 
 Shapes: ``N`` examples, ``B`` batch, ``Ts`` source length, ``Tt`` target length (with SOS and
-EOS). Every tensor is batch-first and padded with ``PAD_ID``.
-
-Two tasks, each generated from a seed so that every run sees the very same examples:
-
-* **dates** (:func:`date_pairs`): a date written one of many human ways, e.g.
-  ``"tuesday, 5 march 2024"``, ``"05/03/2024"`` (day first), ``"March 5th, 2024"``, to be
-  normalised to ISO ``"2024-03-05"``.
-* **digits** (:func:`digit_pairs`): copy or reverse a digit string of 5-50 digits; its length
-  is the knob for measuring how accuracy changes with input length.
+EOS). Every tensor is batch-first and padded with ``PAD_ID``. The tasks themselves (dates,
+digits, additions) are generated in :mod:`attnlib.tasks`.
 
 :class:`PairDataset` encodes string pairs into padded ``(N, Ts)`` / ``(N, Tt)`` id tensors and
 yields batches trimmed to their longest member. Every seq2seq model in attnlib takes a batch
@@ -18,17 +11,35 @@ the same way: ``logits = model(src, tgt)`` predicts ``tgt[:, 1:]``.
 
 from __future__ import annotations
 
-import datetime
-import random
-import string
 from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
-from ._checks import check_positive_int
+from ._deprecated import moved_names
+from ._validate import require_positive_int
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # SOS=1, EOS=2 in every vocabulary
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        "MONTHS": "attnlib.tasks",
+        "WEEKDAYS": "attnlib.tasks",
+        "DATE_SOURCE_SYMBOLS": "attnlib.tasks",
+        "DATE_TARGET_SYMBOLS": "attnlib.tasks",
+        "FIRST_DATE": "attnlib.tasks",
+        "LAST_DATE": "attnlib.tasks",
+        "format_date": "attnlib.tasks",
+        "DATE_STYLES": "attnlib.tasks",
+        "date_pairs": "attnlib.tasks",
+        "date_vocabs": "attnlib.tasks",
+        "digit_pairs": "attnlib.tasks",
+        "digit_vocab": "attnlib.tasks",
+        "date_datasets": "attnlib.tasks",
+        "digit_datasets": "attnlib.tasks",
+    },
+)
 
 
 class Vocab:
@@ -87,112 +98,6 @@ class Vocab:
         return "".join(out)
 
 
-# --- dates -------------------------------------------------------------------------------
-MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
-          "september", "october", "november", "december"]  # fmt: skip
-WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-DATE_SOURCE_SYMBOLS = string.ascii_lowercase + string.ascii_uppercase + string.digits + " ,./-"
-DATE_TARGET_SYMBOLS = string.digits + "-"
-FIRST_DATE, LAST_DATE = datetime.date(1950, 1, 1), datetime.date(2049, 12, 31)
-
-
-def _ordinal(day: int) -> str:
-    suffix = "th" if 11 <= day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
-    return f"{day}{suffix}"
-
-
-def format_date(d: datetime.date, style: int) -> str:
-    """Write ``d`` in human style number ``style`` (0 <= style < ``len(DATE_STYLES)``).
-
-    Slashes and dots are always day first (European), so no string is ambiguous.
-    """
-    month, mon = MONTHS[d.month - 1], MONTHS[d.month - 1][:3]
-    wday, wd = WEEKDAYS[d.weekday()], WEEKDAYS[d.weekday()][:3]
-    styles = [
-        f"{wday}, {d.day} {month} {d.year}",  # tuesday, 5 march 2024
-        f"{d.day:02d}/{d.month:02d}/{d.year}",  # 05/03/2024
-        f"{month.title()} {_ordinal(d.day)}, {d.year}",  # March 5th, 2024
-        f"{d.day} {month} {d.year}",  # 5 march 2024
-        f"{d.day} {mon} {d.year}",  # 5 mar 2024
-        f"{mon.title()} {d.day}, {d.year}",  # Mar 5, 2024
-        f"{d.day}.{d.month}.{d.year}",  # 5.3.2024
-        f"{_ordinal(d.day)} of {month} {d.year}",  # 5th of march 2024
-        f"{wd.title()} {d.day} {mon.title()} {d.year}",  # Tue 5 Mar 2024
-        f"{d.day:02d}-{mon}-{d.year}",  # 05-mar-2024
-        f"{month} {d.day} {d.year}",  # march 5 2024
-        f"{d.year}/{d.month:02d}/{d.day:02d}",  # 2024/03/05
-        f"{wday.title()}, {month.title()} {_ordinal(d.day)} {d.year}",  # Tuesday, March 5th 2024
-        f"{d.day:02d}.{d.month:02d}.{d.year}",  # 05.03.2024
-    ]
-    return styles[style]
-
-
-DATE_STYLES = 14
-
-
-def date_pairs(
-    n: int, seed: int = 0, *, first: datetime.date = FIRST_DATE, last: datetime.date = LAST_DATE
-) -> list[tuple[str, str]]:
-    """``n`` (human date, ISO date) pairs, uniformly random dates and styles.
-
-    Args:
-        n: number of pairs.
-        seed: the same seed gives the same pairs.
-        first, last: range of dates (inclusive).
-
-    Returns:
-        A list of ``(source, target)`` strings, e.g. ``("tuesday, 5 march 2024", "2024-03-05")``.
-    """
-    check_positive_int("n", n)
-    if last < first:
-        raise ValueError(f"expected first <= last, got {first} and {last}")
-    rng = random.Random(seed)
-    span = (last - first).days
-    pairs = []
-    for _ in range(n):
-        d = first + datetime.timedelta(days=rng.randint(0, span))
-        pairs.append((format_date(d, rng.randrange(DATE_STYLES)), d.isoformat()))
-    return pairs
-
-
-def date_vocabs() -> tuple[Vocab, Vocab]:
-    """The fixed ``(source, target)`` vocabularies of the date task."""
-    return Vocab(DATE_SOURCE_SYMBOLS), Vocab(DATE_TARGET_SYMBOLS)
-
-
-# --- digits ------------------------------------------------------------------------------
-def digit_pairs(
-    n: int, seed: int = 0, *, min_len: int = 5, max_len: int = 50, reverse: bool = False
-) -> list[tuple[str, str]]:
-    """``n`` random digit strings and their copy (or reversal), lengths uniform in a range.
-
-    Args:
-        n: number of pairs.
-        seed: the same seed gives the same pairs.
-        min_len, max_len: shortest and longest string (inclusive).
-        reverse: target is the reversed string instead of a copy.
-
-    Returns:
-        A list of ``(source, target)`` strings, e.g. ``("30917", "30917")``.
-    """
-    check_positive_int("n", n)
-    check_positive_int("min_len", min_len)
-    if max_len < min_len:
-        raise ValueError(f"expected min_len <= max_len, got {min_len} and {max_len}")
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        s = "".join(rng.choices(string.digits, k=rng.randint(min_len, max_len)))
-        pairs.append((s, s[::-1] if reverse else s))
-    return pairs
-
-
-def digit_vocab() -> Vocab:
-    """The vocabulary of the digit task (source and target alike)."""
-    return Vocab(string.digits)
-
-
-# --- tensors and batches -----------------------------------------------------------------
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> torch.Tensor:
     """Stack id lists of different lengths into one ``(N, T)`` tensor, padded on the right."""
     if len(seqs) == 0:
@@ -263,7 +168,7 @@ class PairDataset:
             by_length: group examples of similar source length into the same batch
                 (less padding, faster RNNs); batches still come in shuffled order.
         """
-        check_positive_int("batch_size", batch_size)
+        require_positive_int("batch_size", batch_size)
         gen = torch.Generator().manual_seed(seed)
         order = torch.randperm(len(self), generator=gen) if shuffle else torch.arange(len(self))
         if by_length:
@@ -274,36 +179,3 @@ class PairDataset:
             chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=gen).tolist()]
         for index in chunks:
             yield self.batch(index)
-
-
-def date_datasets(n_train: int, n_test: int = 1000, seed: int = 0) -> tuple[PairDataset, PairDataset]:
-    """Train and held-out test sets of the date task; no test source occurs in training.
-
-    Returns:
-        ``(train, test)`` :class:`PairDataset` s sharing :func:`date_vocabs`.
-    """
-    train_pairs = date_pairs(n_train, seed)
-    seen = {s for s, _ in train_pairs}
-    test_pairs: list[tuple[str, str]] = []
-    for s, t in date_pairs(4 * n_test, seed + 10_000):
-        if s not in seen:
-            seen.add(s)  # no duplicates inside the test set either
-            test_pairs.append((s, t))
-    src_vocab, tgt_vocab = date_vocabs()
-    return PairDataset(train_pairs, src_vocab, tgt_vocab), PairDataset(
-        test_pairs[:n_test], src_vocab, tgt_vocab
-    )
-
-
-def digit_datasets(
-    n_train: int, n_test: int = 1000, seed: int = 0, **kwargs: int | bool
-) -> tuple[PairDataset, PairDataset]:
-    """Train and test sets of the digit task (``kwargs`` go to :func:`digit_pairs`).
-
-    Returns:
-        ``(train, test)`` :class:`PairDataset` s sharing one :func:`digit_vocab`.
-    """
-    vocab = digit_vocab()
-    train = PairDataset(digit_pairs(n_train, seed, **kwargs), vocab, vocab)
-    test = PairDataset(digit_pairs(n_test, seed + 10_000, **kwargs), vocab, vocab)
-    return train, test

@@ -13,8 +13,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._checks import check_probability, check_rank
-from .masks import causal_mask, check_bool_mask
+from ._validate import require_probability, require_rank
+from .masks import causal_mask, require_bool_mask
 
 _LAYOUTS = {2: "(Tq, Dk)", 3: "(B, Tq, Dk)", 4: "(B, H, Tq, Dk)"}
 
@@ -85,7 +85,7 @@ def scaled_dot_product_attention(
         ``context`` of shape ``(..., Tq, Dv)`` and ``weights`` of shape ``(..., Tq, Tk)``.
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
-        check_rank(name, t, (2, 3, 4), "(Tq, Dk), (B, Tq, Dk) or (B, H, Tq, Dk)")
+        require_rank(name, t, (2, 3, 4), "(Tq, Dk), (B, Tq, Dk) or (B, H, Tq, Dk)")
     layout = _LAYOUTS[query.ndim]
     if key.ndim != query.ndim or value.ndim != query.ndim:
         raise ValueError(
@@ -107,12 +107,12 @@ def scaled_dot_product_attention(
             f"query, key and value must share their leading (batch/head) sizes, got "
             f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
         )
-    dropout_p = check_probability("dropout_p", dropout_p)
+    dropout_p = require_probability("dropout_p", dropout_p)
     tq, tk = query.shape[-2], key.shape[-2]
     scores_shape = (*query.shape[:-1], tk)
 
     if mask is not None:
-        check_bool_mask(mask)
+        require_bool_mask(mask)
         try:
             broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
         except RuntimeError:

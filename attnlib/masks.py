@@ -1,6 +1,6 @@
 """Attention masks: boolean, True = may attend.
 
-Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length.
+Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length, ``T`` both (self-attention).
 
 Every mask in attnlib means exactly what a boolean ``attn_mask`` means to
 ``torch.nn.functional.scaled_dot_product_attention``: **True marks a key the query may
@@ -11,13 +11,19 @@ The opposite convention, True (or 1) = *masked out*, is used by ``nn.MultiheadAt
 (``attn_mask``, ``key_padding_mask``), by ``torch.triu(..., diagonal=1)`` causal masks and by
 the ``torch.triu`` masks of Raschka (2024, ch. 3). Convert at the boundary with :func:`from_masked_out` and
 :func:`to_masked_out`; both are a single ``~``.
+
+Sliding windows (notebook 13): :func:`sliding_window_mask` keeps the last ``w`` keys of each
+query, and :func:`receptive_field` shows how far information travels through ``L`` such layers.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int, check_rank, check_tensor
+from ._deprecated import moved_names
+from ._validate import require_positive_int, require_rank, require_tensor
+
+__getattr__ = moved_names(__name__, {"check_bool_mask": "attnlib.masks:require_bool_mask"})
 
 
 def causal_mask(size: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -30,7 +36,7 @@ def causal_mask(size: int, *, device: torch.device | str | None = None) -> torch
     Returns:
         ``(T, T)`` bool tensor, True on and below the diagonal.
     """
-    check_positive_int("size", size)
+    require_positive_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)
 
 
@@ -45,7 +51,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
         ``(B, 1, 1, Tk)`` bool tensor, False where ``tokens == pad_id``; it broadcasts over
         heads and queries. For single-head ``(B, Tq, Tk)`` scores use ``mask[:, 0]``.
     """
-    check_rank("tokens", tokens, (2,), "(B, Tk)")
+    require_rank("tokens", tokens, (2,), "(B, Tk)")
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise TypeError(f"expected integer token ids, got dtype {tokens.dtype}")
     return (tokens != pad_id)[:, None, None, :]  # (B, Tk) -> (B, 1, 1, Tk)
@@ -62,7 +68,7 @@ def length_mask(lengths: torch.Tensor | list[int], max_len: int | None = None) -
         ``(B, 1, 1, Tk)`` bool tensor, True for the first ``lengths[b]`` positions.
     """
     lengths = torch.as_tensor(lengths)
-    check_rank("lengths", lengths, (1,), "(B,)")
+    require_rank("lengths", lengths, (1,), "(B,)")
     if lengths.is_floating_point() or lengths.dtype == torch.bool:
         raise TypeError(f"expected integer lengths, got dtype {lengths.dtype}")
     if (lengths < 0).any():
@@ -81,7 +87,7 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     ``None`` entries are skipped; if all are ``None`` the result is ``None`` (no mask).
     The masks must broadcast against each other.
     """
-    present = [check_bool_mask(m) for m in masks if m is not None]
+    present = [require_bool_mask(m) for m in masks if m is not None]
     if not present:
         return None
     try:
@@ -100,7 +106,7 @@ def from_masked_out(masked_out: torch.Tensor) -> torch.Tensor:
 
     Accepts bool, integer or 0/1 float tensors and returns ``~masked_out.bool()``.
     """
-    check_tensor("masked_out", masked_out)
+    require_tensor("masked_out", masked_out)
     if masked_out.dtype != torch.bool:
         values = masked_out.unique()
         if not bool(((values == 0) | (values == 1)).all()):
@@ -111,12 +117,12 @@ def from_masked_out(masked_out: torch.Tensor) -> torch.Tensor:
 def to_masked_out(mask: torch.Tensor) -> torch.Tensor:
     """Convert an attnlib mask (True = may attend) to True = masked out, e.g. for
     ``nn.MultiheadAttention(attn_mask=..., key_padding_mask=...)``."""
-    return ~check_bool_mask(mask)
+    return ~require_bool_mask(mask)
 
 
-def check_bool_mask(mask: object) -> torch.Tensor:
+def require_bool_mask(mask: object) -> torch.Tensor:
     """Raise ``TypeError`` unless ``mask`` is a bool tensor, with a hint for 0/1 masks."""
-    check_tensor("mask", mask)
+    require_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(
             f"expected a boolean mask (True = may attend), got dtype {mask.dtype}; "
@@ -124,3 +130,46 @@ def check_bool_mask(mask: object) -> torch.Tensor:
             "masked-out positions (True/1 = hide) use attnlib.from_masked_out(mask)"
         )
     return mask
+
+
+def sliding_window_mask(size: int, window: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """Causal sliding window: query ``i`` may attend to keys ``i - window + 1 .. i``.
+
+    ``window`` counts the visible keys, the query's own position included; near the start a
+    query sees fewer. With ``window >= size`` it is :func:`attnlib.causal_mask`.
+
+    Args:
+        size: sequence length ``T``.
+        window: keys each query sees, ``w >= 1``.
+        device: where to allocate the mask.
+
+    Returns:
+        ``(T, T)`` bool tensor, True = may attend.
+    """
+    require_positive_int("window", window)
+    pos = torch.arange(require_positive_int("size", size), device=device)
+    return causal_mask(size, device=device) & (pos[None, :] > pos[:, None] - window)  # (T, T)
+
+
+def receptive_field(mask: torch.Tensor, n_layers: int) -> torch.Tensor:
+    """Which inputs can influence which outputs through ``n_layers`` layers that all use ``mask``.
+
+    Output ``i`` of one layer mixes the inputs ``j`` with ``mask[i, j]``; through ``L`` layers it
+    reaches ``j`` when a chain ``i -> k1 -> ... -> j`` of allowed steps exists: the boolean
+    matrix power ``mask^L``.
+
+    Args:
+        mask: ``(T, T)`` bool, True = may attend (its diagonal should be True, as a residual
+            connection or attending to oneself makes it).
+        n_layers: ``L >= 1``.
+
+    Returns:
+        ``(T, T)`` bool, True where input ``j`` reaches output ``i``.
+    """
+    require_rank("mask", require_bool_mask(mask), (2,), "(T, T)")
+    require_positive_int("n_layers", n_layers)
+    step = mask.float()
+    reach = step
+    for _ in range(n_layers - 1):
+        reach = ((reach @ step) > 0).float()  # (T, T) @ (T, T) -> (T, T): one more allowed step
+    return reach.bool()

@@ -12,13 +12,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import (
-    check_divisible,
-    check_features,
-    check_length,
-    check_positive_int,
-    check_probability,
-    check_rank,
+from ._validate import (
+    require_divisible,
+    require_features,
+    require_length,
+    require_positive_int,
+    require_probability,
+    require_rank,
 )
 from .functional import scaled_dot_product_attention
 from .masks import causal_mask, combine_masks
@@ -30,15 +30,15 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
     Head ``h`` gets features ``h*Dh .. (h+1)*Dh - 1`` of every token.
     """
-    check_rank("x", x, (3,), "(B, T, D)")
+    require_rank("x", x, (3,), "(B, T, D)")
     b, t, d = x.shape
-    head_dim = check_divisible(d, num_heads, "D")
+    head_dim = require_divisible(d, num_heads, "D")
     return x.view(b, t, num_heads, head_dim).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
 
 
 def merge_heads(context: torch.Tensor) -> torch.Tensor:
     """Put the heads side by side again: ``(B, H, T, Dh)`` -> ``(B, T, H * Dh)``."""
-    check_rank("context", context, (4,), "(B, H, T, Dh)")
+    require_rank("context", context, (4,), "(B, H, T, Dh)")
     b, h, t, dh = context.shape
     return context.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, H, Dh) -> (B, T, D)
 
@@ -65,7 +65,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive_int("num_heads", num_heads)
+        require_positive_int("num_heads", num_heads)
         self.heads = nn.ModuleList(
             [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
         )
@@ -107,17 +107,17 @@ class MultiHeadAttention(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        self.head_dim = check_divisible(d_out, num_heads)
-        self.d_in = check_positive_int("d_in", d_in)
+        self.head_dim = require_divisible(d_out, num_heads)
+        self.d_in = require_positive_int("d_in", d_in)
         self.d_out = d_out
         self.num_heads = num_heads
-        self.context_length = check_positive_int("context_length", context_length)
+        self.context_length = require_positive_int("context_length", context_length)
         self.causal = causal
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
         # Only causal modules hold the (T, T) mask, as in the book; a cross-attention
         # layer with a long context_length would otherwise carry a large useless buffer.
         if causal:
@@ -127,6 +127,53 @@ class MultiHeadAttention(nn.Module):
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, T, D)`` -> ``(B, H, T, Dh)``."""
         return split_heads(x, self.num_heads)
+
+    # The three steps of forward, public so that a KV-cached step (attnlib.kv_cache) runs the
+    # module's own code: project, attend, combine.
+    def project_queries(self, x: torch.Tensor) -> torch.Tensor:
+        """Queries of ``x`` ``(B, Tq, Din)``, split into heads: ``(B, H, Tq, Dh)``."""
+        return self.split_heads(self.W_query(x))  # (B, Tq, D) -> (B, H, Tq, Dh)
+
+    def project_keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of ``memory`` ``(B, Tk, Din)``, split into heads: ``(B, H, Tk, Dh)`` each."""
+        keys = self.split_heads(self.W_key(memory))  # (B, Tk, D) -> (B, H, Tk, Dh)
+        values = self.split_heads(self.W_value(memory))  # (B, Tk, D) -> (B, H, Tk, Dh)
+        return keys, values
+
+    def attend(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Scaled dot-product attention of every head; keeps ``last_attn_weights``.
+
+        Args:
+            queries: ``(B, H, Tq, Dh)``.
+            keys, values: ``(B, H, Tk, Dh)``.
+            mask: bool, True = may attend, broadcastable to ``(B, H, Tq, Tk)`` (the causal mask,
+                if any, already included).
+
+        Returns:
+            ``context`` ``(B, H, Tq, Dh)``.
+        """
+        context, weights = scaled_dot_product_attention(
+            queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
+        )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+        self.last_attn_weights = weights.detach()
+        return context
+
+    def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
+        """Heads side by side, then the output projection: ``(B, H, Tq, Dh)`` -> ``(B, Tq, D)``."""
+        return self.out_proj(merge_heads(context))  # (B, H, Tq, Dh) -> (B, Tq, D)
+
+    def causal_rows(self, start: int, stop: int, num_keys: int) -> torch.Tensor:
+        """Rows ``start .. stop - 1`` of the causal mask over the first ``num_keys`` keys: ``(Tq, Tk)``.
+
+        A causal module only (it holds the mask buffer).
+        """
+        return self.mask[start:stop, :num_keys]  # (Tq, Tk)
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None
@@ -141,31 +188,26 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(B, Tq, D)``.
         """
-        check_rank("x", x, (3,), "(B, Tq, Din)")
-        check_features("x", x, self.d_in, "(B, Tq, Din)", "Din")
+        require_rank("x", x, (3,), "(B, Tq, Din)")
+        require_features("x", x, self.d_in, "(B, Tq, Din)", "Din")
         memory = x if memory is None else memory
-        check_rank("memory", memory, (3,), "(B, Tk, Din)")
-        check_features("memory", memory, self.d_in, "(B, Tk, Din)", "Din")
+        require_rank("memory", memory, (3,), "(B, Tk, Din)")
+        require_features("memory", memory, self.d_in, "(B, Tk, Din)", "Din")
         if memory.shape[0] != x.shape[0]:
             raise ValueError(
                 f"x and memory must share the batch size, got {tuple(x.shape)} and {tuple(memory.shape)}"
             )
         tq, tk = x.shape[1], memory.shape[1]
-        check_length("x", tq, self.context_length)
-        check_length("memory", tk, self.context_length)
+        require_length("x", tq, self.context_length)
+        require_length("memory", tk, self.context_length)
         if self.causal:
             if memory is not x and tq != tk:
                 raise ValueError(f"causal attention needs Tq == Tk, got Tq={tq} and Tk={tk}")
-            mask = combine_masks(self.mask[:tq, :tk], mask)  # (Tq, Tk) & mask
+            mask = combine_masks(self.causal_rows(0, tq, tk), mask)  # (Tq, Tk) & mask
 
-        queries = self.split_heads(self.W_query(x))  # (B, H, Tq, Dh)
-        keys = self.split_heads(self.W_key(memory))  # (B, H, Tk, Dh)
-        values = self.split_heads(self.W_value(memory))  # (B, H, Tk, Dh)
-        context, weights = scaled_dot_product_attention(
-            queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
-        )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
-        self.last_attn_weights = weights.detach()
-        return self.out_proj(merge_heads(context))  # (B, H, Tq, Dh) -> (B, Tq, D)
+        queries = self.project_queries(x)  # (B, H, Tq, Dh)
+        keys, values = self.project_keys_values(memory)  # (B, H, Tk, Dh) each
+        return self.combine_heads(self.attend(queries, keys, values, mask))  # (B, Tq, D)
 
 
 class Attention(nn.Module):
@@ -192,20 +234,20 @@ class Attention(nn.Module):
         proj_drop: float = 0.0,
     ) -> None:
         super().__init__()
-        self.head_dim = check_divisible(dim, num_heads, "dim")
+        self.head_dim = require_divisible(dim, num_heads, "dim")
         self.dim = dim
         self.num_heads = num_heads
         self.scale = self.head_dim**-0.5
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(check_probability("attn_drop", attn_drop))
+        self.attn_drop = nn.Dropout(require_probability("attn_drop", attn_drop))
         self.proj = nn.Linear(dim, dim)
-        self.proj_drop = nn.Dropout(check_probability("proj_drop", proj_drop))
+        self.proj_drop = nn.Dropout(require_probability("proj_drop", proj_drop))
         self.last_attn_weights: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Args: x ``(B, N, D)``; mask bool, True = may attend. Returns: ``(B, N, D)``."""
-        check_rank("x", x, (3,), "(B, N, D)")
-        check_features("x", x, self.dim, "(B, N, D)")
+        require_rank("x", x, (3,), "(B, N, D)")
+        require_features("x", x, self.dim, "(B, N, D)")
         b, n, d = x.shape
         qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim)  # (B, N, 3D) -> (B, N, 3, H, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, N, Dh)
@@ -215,3 +257,8 @@ class Attention(nn.Module):
         self.last_attn_weights = weights.detach()
         x = context.transpose(1, 2).reshape(b, n, d)  # (B, H, N, Dh) -> (B, N, D)
         return self.proj_drop(self.proj(x))
+
+
+# A descriptive name beside the published one: the class keeps the name of timm's block
+# (``timm.models.vision_transformer.Attention``), whose signature it follows.
+FusedQKVAttention = Attention

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int, check_tensor
+from ._validate import require_positive_int, require_tensor
 
 
 def rotary_angles(positions: torch.Tensor, head_dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -28,7 +28,7 @@ def rotary_angles(positions: torch.Tensor, head_dim: int, base: float = 10000.0)
     Returns:
         ``(T, Dh/2)`` angles ``m * theta_i``.
     """
-    check_positive_int("head_dim", head_dim)
+    require_positive_int("head_dim", head_dim)
     if head_dim % 2:
         raise ValueError(f"expected an even head_dim (features rotate in pairs), got {head_dim}")
     theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (Dh/2,)
@@ -48,7 +48,7 @@ def apply_rotary(
     Returns:
         ``(..., T, Dh)``, with ``|result| == |x|`` for every vector.
     """
-    check_tensor("x", x)
+    require_tensor("x", x)
     if x.ndim < 2:
         raise ValueError(f"expected x of shape (..., T, Dh), got {tuple(x.shape)}")
     t, dh = x.shape[-2], x.shape[-1]

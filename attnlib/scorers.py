@@ -1,7 +1,10 @@
 """Attention for RNN seq2seq: one interface, several ways to score a source position.
 
 Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries
-(decoder steps scored at once; 1 inside :class:`~attnlib.seq2seq.DecoderWithAttention`).
+(decoder steps scored at once; 1 inside :class:`~attnlib.attention_decoders.DecoderWithAttention`).
+``H`` is the hidden size in this family of RNN modules (seq2seq, attention_decoders, scorers: no
+attention heads here), as in notebooks 06-09; ``D`` is local attention's half window
+(``half_window``), the ``D`` of Luong et al. (2015, §3.2).
 
 Every module here is called the way the seq2seq decoder calls it::
 
@@ -32,8 +35,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_rank
+from ._deprecated import moved_names
+from ._validate import require_positive_int, require_rank
 from .functional import attention_scores, masked_softmax
+
+__getattr__ = moved_names(__name__, {"check_inputs": "attnlib.scorers:require_inputs"})
 
 
 class _Scorer(nn.Module):
@@ -115,19 +121,19 @@ class _Scorer(nn.Module):
         Returns:
             ``(B, Ts)`` weights: non-negative, zero on masked positions.
         """
-        check_inputs(hidden, encoder_outputs, mask, self.hidden_size)
+        require_inputs(hidden, encoder_outputs, mask, self.hidden_size)
         query = hidden[-1].unsqueeze(1)  # (B, H) -> (B, 1, H)
         weights = self.attend(query, encoder_outputs, mask, step).squeeze(1)  # (B, Ts)
         self.last_attn_weights = weights.detach()
         return weights
 
 
-def check_inputs(
+def require_inputs(
     hidden: torch.Tensor, encoder_outputs: torch.Tensor, mask: torch.Tensor | None, size: int
 ) -> None:
     """Raise ``ValueError`` unless the shapes fit ``(L, B, H)``, ``(B, Ts, H)``, ``(B, Ts)``."""
-    check_rank("hidden", hidden, (3,), "(L, B, H)")
-    check_rank("encoder_outputs", encoder_outputs, (3,), "(B, Ts, H)")
+    require_rank("hidden", hidden, (3,), "(L, B, H)")
+    require_rank("encoder_outputs", encoder_outputs, (3,), "(B, Ts, H)")
     if hidden.shape[-1] != size or encoder_outputs.shape[-1] != size:
         raise ValueError(
             f"expected hidden (L, B, H) and encoder_outputs (B, Ts, H) with H={size} (the "
@@ -155,7 +161,7 @@ class AttentionSimple(_Scorer):
 
     def __init__(self, hidden_size: int, *, scaled: bool = True) -> None:
         super().__init__()
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.hidden_size = require_positive_int("hidden_size", hidden_size)
         self.scaled = scaled
         self.register_buffer("scale_factor", torch.sqrt(torch.FloatTensor([hidden_size])))
         self.last_attn_weights: torch.Tensor | None = None
@@ -174,7 +180,7 @@ class AttentionGeneral(_Scorer):
 
     def __init__(self, hidden_size: int) -> None:
         super().__init__()
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.hidden_size = require_positive_int("hidden_size", hidden_size)
         self.W_a = nn.Linear(hidden_size, hidden_size, bias=False)
         self.last_attn_weights: torch.Tensor | None = None
 
@@ -198,7 +204,7 @@ class AttentionParams(_Scorer):
 
     def __init__(self, hidden_size: int) -> None:
         super().__init__()
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.hidden_size = require_positive_int("hidden_size", hidden_size)
         self.attn = nn.Linear(hidden_size * 2, hidden_size)
         self.v = nn.Parameter(torch.rand(hidden_size))
         self.last_attn_weights: torch.Tensor | None = None
@@ -216,7 +222,7 @@ class AttentionParams(_Scorer):
 
 
 class LocalAttention(_Scorer):
-    """Luong's local attention: a global scorer restricted to a window of ``2D+1`` positions.
+    """Luong's local attention: a global scorer restricted to a window of ``2w+1`` positions.
 
     * ``mode="m"`` (local-m, monotonic): the window is centred on ``p_t = t``, the decoder step.
     * ``mode="p"`` (local-p, predictive): ``p_t = S · sigmoid(vᵀ tanh(W_p h_t))`` with ``S`` the
@@ -226,15 +232,15 @@ class LocalAttention(_Scorer):
 
     Args:
         hidden_size: ``H``.
-        half_window: ``D``; each step sees at most ``2D+1`` source positions (``D >= 1`` for
-            local-p, whose Gaussian needs ``σ > 0``).
+        half_window: ``D``; each step sees at most ``2D+1`` source positions
+            (``D >= 1`` for local-p, whose Gaussian needs ``σ > 0``).
         mode: ``"m"`` or ``"p"``.
         score: name of the global score used inside the window (``"general"`` as in Luong).
     """
 
     def __init__(self, hidden_size: int, half_window: int, mode: str = "p", score: str = "general") -> None:
         super().__init__()
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.hidden_size = require_positive_int("hidden_size", hidden_size)
         if isinstance(half_window, bool) or not isinstance(half_window, int) or half_window < 0:
             raise ValueError(f"expected half_window D to be an int >= 0, got {half_window!r}")
         if mode not in ("m", "p"):
@@ -314,6 +320,12 @@ class HardAttention(_Scorer):
         hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(dim=-1, keepdim=True), 1.0)
         return hard * (soft.sum(dim=-1, keepdim=True) > 0)  # a fully masked row stays zero
 
+
+# Descriptive names beside the published ones. The classes keep the names of the seq2seq
+# tutorial this series follows (AttentionSimple, AttentionParams), so that its code runs against
+# attnlib unchanged and a printed model reads as it does there; these aliases say what each scores.
+DotAttention = AttentionSimple  # Luong's "dot" (and "scaled_dot" with scaled=True)
+AdditiveAttention = AttentionParams  # Bahdanau's additive score, Luong's "concat"
 
 SCORERS = ("dot", "scaled_dot", "general", "concat", "local-m", "local-p")
 

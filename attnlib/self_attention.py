@@ -12,7 +12,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_features, check_length, check_positive_int, check_probability, check_rank
+from ._validate import (
+    require_features,
+    require_length,
+    require_positive_int,
+    require_probability,
+    require_rank,
+)
 from .functional import scaled_dot_product_attention
 from .masks import causal_mask, combine_masks
 
@@ -27,8 +33,8 @@ class SelfAttentionV1(nn.Module):
 
     def __init__(self, d_in: int, d_out: int) -> None:
         super().__init__()
-        self.d_in = check_positive_int("d_in", d_in)
-        self.d_out = check_positive_int("d_out", d_out)
+        self.d_in = require_positive_int("d_in", d_in)
+        self.d_out = require_positive_int("d_out", d_out)
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
@@ -36,8 +42,8 @@ class SelfAttentionV1(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(T, Din)`` or ``(B, T, Din)``. Returns: context, same rank, width ``Dout``."""
-        check_rank("x", x, (2, 3), "(T, Din) or (B, T, Din)")
-        check_features("x", x, self.d_in, "(..., T, Din)", "Din")
+        require_rank("x", x, (2, 3), "(T, Din) or (B, T, Din)")
+        require_features("x", x, self.d_in, "(..., T, Din)", "Din")
         queries = x @ self.W_query  # (..., T, Din) @ (Din, Dout) -> (..., T, Dout)
         keys = x @ self.W_key
         values = x @ self.W_value
@@ -57,8 +63,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
-        self.d_in = check_positive_int("d_in", d_in)
-        self.d_out = check_positive_int("d_out", d_out)
+        self.d_in = require_positive_int("d_in", d_in)
+        self.d_out = require_positive_int("d_out", d_out)
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -67,8 +73,8 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Args: x ``(T, Din)`` or ``(B, T, Din)``; mask bool, True = may attend.
         Returns: context ``(..., T, Dout)``."""
-        check_rank("x", x, (2, 3), "(T, Din) or (B, T, Din)")
-        check_features("x", x, self.d_in, "(..., T, Din)", "Din")
+        require_rank("x", x, (2, 3), "(T, Din) or (B, T, Din)")
+        require_features("x", x, self.d_in, "(..., T, Din)", "Din")
         context, weights = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x), mask)
         self.last_attn_weights = weights.detach()
         return context
@@ -89,13 +95,13 @@ class CausalAttention(nn.Module):
         self, d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False
     ) -> None:
         super().__init__()
-        self.d_in = check_positive_int("d_in", d_in)
-        self.d_out = check_positive_int("d_out", d_out)
-        self.context_length = check_positive_int("context_length", context_length)
+        self.d_in = require_positive_int("d_in", d_in)
+        self.d_out = require_positive_int("d_out", d_out)
+        self.context_length = require_positive_int("context_length", context_length)
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
         # True = may attend (the book stores the inverse, triu(..., diagonal=1)).
         self.register_buffer("mask", causal_mask(context_length), persistent=False)
         self.last_attn_weights: torch.Tensor | None = None
@@ -103,10 +109,10 @@ class CausalAttention(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Args: x ``(B, T, Din)``; mask optional extra mask (e.g. padding), True = may attend.
         Returns: context ``(B, T, Dout)``."""
-        check_rank("x", x, (3,), "(B, T, Din)")
-        check_features("x", x, self.d_in, "(B, T, Din)", "Din")
+        require_rank("x", x, (3,), "(B, T, Din)")
+        require_features("x", x, self.d_in, "(B, T, Din)", "Din")
         num_tokens = x.shape[1]
-        check_length("x", num_tokens, self.context_length)
+        require_length("x", num_tokens, self.context_length)
         allowed = combine_masks(self.mask[:num_tokens, :num_tokens], mask)  # (T, T) & mask
         context, weights = scaled_dot_product_attention(
             self.W_query(x),

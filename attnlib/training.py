@@ -1,15 +1,12 @@
-"""Train and evaluate any attnlib seq2seq model on a :class:`~attnlib.data.PairDataset`.
+"""Train any attnlib seq2seq model on a :class:`~attnlib.data.PairDataset`: loop, history, progress bar.
 
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``T`` generated
 length, ``V`` target vocabulary.
 
-The functions here only rely on the seq2seq protocol that the RNN models and the Transformer
-share:
-
-* ``model(src, tgt)`` with ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` returns logits
-  ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``;
-* ``model.greedy_decode(src, max_len)`` returns ``(tokens, weights)`` with ``tokens``
-  ``(B, T <= max_len)``, the tokens after SOS, each row ending at EOS and PAD after it.
+The loop only relies on the seq2seq protocol that the RNN models and the Transformer share,
+:class:`~attnlib.seq2seq.Seq2SeqModel`: ``model(src, tgt)`` returns logits ``(B, Tt-1, V)``
+predicting ``tgt[:, 1:]`` (and, for validation, ``model.greedy_decode(src, max_len)``; the
+metrics are in :mod:`attnlib.evaluation`).
 
 Training is deterministic for a seed (one thread, see :func:`attnlib.reproducible`).
 """
@@ -29,8 +26,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int
+from . import evaluation
+from ._deprecated import moved_names
+from ._validate import require_positive_int
 from .data import PairDataset
+from .seq2seq import Seq2SeqModel
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        name: "attnlib.evaluation"
+        for name in ("score_batch", "predict_scores", "evaluate", "accuracy_by_length", "count_parameters")
+    },
+)
 
 
 @dataclass
@@ -100,7 +108,7 @@ def progress_bar(total: int, *, disable: bool = False, kind: str | None = None):
 
 
 def train(
-    model: nn.Module,
+    model: Seq2SeqModel,
     data: PairDataset,
     *,
     epochs: int = 10,
@@ -119,7 +127,8 @@ def train(
     """Train ``model`` with Adam, gradient clipping and (by default) a cosine learning rate.
 
     Args:
-        model: a seq2seq model following the protocol of this module.
+        model: a seq2seq model (:class:`~attnlib.seq2seq.Seq2SeqModel`; ``greedy_decode`` is
+            needed only with ``valid``). Left in eval mode when training ends.
         data: training pairs; batches group similar lengths and come in a seeded order.
         epochs: passes over ``data``.
         batch_size: examples per step.
@@ -141,8 +150,8 @@ def train(
     Returns:
         A :class:`History`.
     """
-    check_positive_int("epochs", epochs)
-    check_positive_int("batch_size", batch_size)
+    require_positive_int("epochs", epochs)
+    require_positive_int("batch_size", batch_size)
     if curriculum is not None and len(curriculum) != epochs:
         raise ValueError(f"expected one curriculum length per epoch ({epochs}), got {len(curriculum)}")
     stages = [data] * epochs
@@ -193,7 +202,7 @@ def train(
         history.loss.append(sum(losses) / len(losses))
         line = f"epoch {epoch + 1:2d}/{epochs}  loss {history.loss[-1]:.4f}"
         if valid is not None:
-            history.valid.append(evaluate(model, valid))
+            history.valid.append(evaluation.evaluate(model, valid))
             line += "  valid exact {exact_match:.4f}  token {token_accuracy:.4f}".format(**history.valid[-1])
         if log:
             bar.write(line, file=sys.stdout)
@@ -205,146 +214,3 @@ def train(
     history.seconds = time.perf_counter() - start
     model.eval()
     return history
-
-
-@torch.no_grad()
-def score_batch(
-    tokens: torch.Tensor, tgt: torch.Tensor, pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Compare generated tokens with the targets, position by position.
-
-    Args:
-        tokens: ``(B, T)`` generated tokens after SOS (as ``greedy_decode`` returns them).
-        tgt: ``(B, Tt)`` targets ``SOS ... EOS PAD...``.
-        pad_id: padding id.
-
-    Returns:
-        ``exact`` ``(B,)`` bool (every target token right, EOS included), ``correct`` and
-        ``total`` ``(B,)``: right tokens and target tokens (EOS included) per example.
-    """
-    gold = tgt[:, 1:]  # (B, Tt-1)
-    t = gold.shape[1]
-    pred = torch.full_like(gold, pad_id)
-    pred[:, : min(t, tokens.shape[1])] = tokens[:, :t]
-    real = gold != pad_id  # (B, Tt-1)
-    correct = ((pred == gold) & real).sum(dim=1)
-    total = real.sum(dim=1)
-    return correct == total, correct, total
-
-
-@torch.no_grad()
-def predict_scores(
-    model: nn.Module, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`score_batch` for every example of ``data`` (greedy decoding, eval mode).
-
-    Args:
-        max_len: tokens to generate; defaults to the longest target (EOS included) + 5.
-
-    Returns:
-        ``exact``, ``correct``, ``total``, each ``(N,)``, in the order of ``data``.
-    """
-    check_positive_int("batch_size", batch_size)
-    max_len = data.tgt.shape[1] - 1 + 5 if max_len is None else max_len
-    was_training = model.training
-    model.eval()
-    n = len(data)
-    exact = torch.zeros(n, dtype=torch.bool)
-    correct = torch.zeros(n, dtype=torch.long)
-    total = torch.zeros(n, dtype=torch.long)
-    order = torch.sort(data.src_lengths, stable=True).indices  # similar lengths batch together
-    for index in torch.split(order, batch_size):
-        src, tgt = data.batch(index)
-        tokens, _ = model.greedy_decode(src, max_len)
-        exact[index], correct[index], total[index] = score_batch(tokens, tgt, data.tgt_vocab.pad_id)
-    model.train(was_training)
-    return exact, correct, total
-
-
-def evaluate(
-    model: nn.Module,
-    data: PairDataset,
-    *,
-    batch_size: int = 250,
-    max_len: int | None = None,
-    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> dict[str, float]:
-    """Exact-match and per-token accuracy of greedy decoding on ``data``.
-
-    Args:
-        scores: what :func:`predict_scores` returned for ``model`` and ``data``, to summarise
-            instead of decoding ``data`` again.
-
-    Returns:
-        ``{"exact_match": ..., "token_accuracy": ...}``, fractions in [0, 1]. A token counts
-        as right when it equals the target token at the same position (EOS included).
-    """
-    if scores is None:
-        scores = predict_scores(model, data, batch_size=batch_size, max_len=max_len)
-    exact, correct, total = _check_scores(scores, data)
-    return {
-        "exact_match": exact.float().mean().item(),
-        "token_accuracy": (correct.sum() / total.sum()).item(),
-    }
-
-
-def _check_scores(
-    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor], data: PairDataset
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    if not isinstance(scores, tuple) or len(scores) != 3:
-        raise TypeError(
-            f"expected scores = (exact, correct, total) from predict_scores, got {type(scores).__name__}"
-        )
-    shapes = [tuple(t.shape) for t in scores]
-    if any(shape != (len(data),) for shape in shapes):
-        raise ValueError(
-            f"expected scores of shape (N,) = ({len(data)},), one per example of data, got {shapes}"
-        )
-    return scores
-
-
-def accuracy_by_length(
-    model: nn.Module,
-    data: PairDataset,
-    *,
-    bin_width: int = 5,
-    batch_size: int = 250,
-    scores: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> dict[str, list]:
-    """Accuracy of greedy decoding grouped by source length.
-
-    Args:
-        bin_width: lengths ``[a, a + bin_width)`` form one group, counting from the shortest
-            source; a last group shorter than half a width joins the one before.
-        scores: what :func:`predict_scores` returned for ``model`` and ``data``, to group
-            instead of decoding ``data`` again.
-
-    Returns:
-        Lists, one entry per non-empty group, shortest first: ``"length"`` (the shortest
-        length in the group), ``"label"`` (e.g. ``"5-9"``), ``"n"`` (examples), ``"exact_match"``
-        and ``"token_accuracy"``.
-    """
-    check_positive_int("bin_width", bin_width)
-    if scores is None:
-        scores = predict_scores(model, data, batch_size=batch_size)
-    exact, correct, total = _check_scores(scores, data)
-    first, longest = int(data.src_lengths.min()), int(data.src_lengths.max())
-    group = (data.src_lengths - first) // bin_width  # (N,)
-    last = (longest - first) // bin_width
-    if last > 0 and longest - (first + last * bin_width) + 1 < bin_width / 2:
-        group = group.clamp(max=last - 1)  # a short last group joins the one before
-    out: dict[str, list] = {"length": [], "label": [], "n": [], "exact_match": [], "token_accuracy": []}
-    for g in sorted(set(group.tolist())):
-        sel = group == g
-        lo, hi = int(data.src_lengths[sel].min()), int(data.src_lengths[sel].max())
-        out["length"].append(lo)
-        out["label"].append(f"{lo}-{hi}" if hi > lo else str(lo))
-        out["n"].append(int(sel.sum()))
-        out["exact_match"].append(exact[sel].float().mean().item())
-        out["token_accuracy"].append((correct[sel].sum() / total[sel].sum()).item())
-    return out
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -13,26 +13,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-from ._checks import check_divisible, check_length, check_positive_int, check_rank
+from ._validate import (
+    require_divisible,
+    require_length,
+    require_positive_int,
+    require_rank,
+    require_token_ids,
+)
 from .blocks import DecoderLayer, EncoderLayer, LayerNorm, PositionalEncoding
-from .masks import causal_mask, check_bool_mask, combine_masks, padding_mask
-
-
-@contextmanager
-def _evaluating(model: nn.Module) -> Iterator[None]:
-    """Eval mode (no dropout) inside the block, the previous mode restored after it."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
+from .masks import causal_mask, combine_masks, padding_mask, require_bool_mask
+from .modes import evaluating
 
 
 class Transformer(nn.Module):
@@ -43,7 +37,8 @@ class Transformer(nn.Module):
         src_vocab_size: source vocabulary size.
         tgt_vocab_size: target vocabulary size ``V``.
         dim: model width ``D``.
-        n_heads: heads ``H``; ``dim`` must be a multiple.
+        n_heads: heads ``H``; ``dim`` must be a multiple (attnlib's ``num_heads``; this
+            published signature keeps the short name).
         n_layers: encoder layers, and as many decoder layers.
         hidden_dim: feed-forward width.
         max_seq_len: longest source or target sequence accepted.
@@ -74,11 +69,11 @@ class Transformer(nn.Module):
         eps: float = 1e-6,
     ) -> None:
         super().__init__()
-        check_divisible(dim, n_heads, "dim", "n_heads")
-        self.src_vocab_size = check_positive_int("src_vocab_size", src_vocab_size)
-        self.tgt_vocab_size = check_positive_int("tgt_vocab_size", tgt_vocab_size)
-        self.dim, self.n_heads, self.n_layers = dim, n_heads, check_positive_int("n_layers", n_layers)
-        self.max_seq_len = check_positive_int("max_seq_len", max_seq_len)
+        require_divisible(dim, n_heads, "dim", "n_heads")
+        self.src_vocab_size = require_positive_int("src_vocab_size", src_vocab_size)
+        self.tgt_vocab_size = require_positive_int("tgt_vocab_size", tgt_vocab_size)
+        self.dim, self.n_heads, self.n_layers = dim, n_heads, require_positive_int("n_layers", n_layers)
+        self.max_seq_len = require_positive_int("max_seq_len", max_seq_len)
         self.pad_id, self.sos_id, self.eos_id = pad_id, sos_id, eos_id
         for name, token in (("pad_id", pad_id), ("sos_id", sos_id), ("eos_id", eos_id)):
             if not 0 <= token < min(src_vocab_size, tgt_vocab_size):
@@ -109,22 +104,15 @@ class Transformer(nn.Module):
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
-    # ----- checks and masks -------------------------------------------------------------
-    def _check_tokens(self, name: str, tokens: torch.Tensor, vocab_size: int) -> None:
-        check_rank(name, tokens, (2,), "(B, T) token ids")
-        if tokens.is_floating_point() or tokens.dtype == torch.bool:
-            raise TypeError(f"expected {name} to hold integer token ids, got dtype {tokens.dtype}")
-        check_length(name, tokens.shape[1], self.max_seq_len, "max_seq_len")
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size):
-            raise ValueError(
-                f"expected {name} ids in [0, {vocab_size}) (the vocabulary this model was built "
-                f"for), got ids from {int(tokens.min())} to {int(tokens.max())}"
-            )
+    # ----- input checks and masks -------------------------------------------------------
+    def _require_tokens(self, name: str, tokens: torch.Tensor, vocab_size: int) -> None:
+        require_token_ids(name, tokens, vocab_size)
+        require_length(name, tokens.shape[1], self.max_seq_len, "max_seq_len")
 
-    def _check_mask(self, name: str, mask: torch.Tensor | None, b: int, tq: int, tk: int) -> None:
+    def _require_mask(self, name: str, mask: torch.Tensor | None, b: int, tq: int, tk: int) -> None:
         if mask is None:
             return
-        check_bool_mask(mask)
+        require_bool_mask(mask)
         want = (b, self.n_heads, tq, tk)
         if (
             mask.ndim != 4
@@ -155,10 +143,10 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Args: src ``(B, Ts)`` ids; src_mask ``(B, 1, 1, Ts)`` (padding mask if None).
         Returns: the encoder's output ``(B, Ts, D)``."""
-        self._check_tokens("src", src, self.src_vocab_size)
+        self._require_tokens("src", src, self.src_vocab_size)
         b, ts = src.shape
         src_mask = padding_mask(src, self.pad_id) if src_mask is None else src_mask
-        self._check_mask("src_mask", src_mask, b, ts, ts)
+        self._require_mask("src_mask", src_mask, b, ts, ts)
         x = self.dropout(self.pos_encoder(self.src_embedding(src) * math.sqrt(self.dim)))  # (B, Ts, D)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
@@ -180,16 +168,16 @@ class Transformer(nn.Module):
         Returns:
             decoder states ``(B, Tt, D)`` (apply ``self.output`` for logits).
         """
-        self._check_tokens("tgt", tgt, self.tgt_vocab_size)
-        check_rank("enc_output", enc_output, (3,), "(B, Ts, D)")
+        self._require_tokens("tgt", tgt, self.tgt_vocab_size)
+        require_rank("enc_output", enc_output, (3,), "(B, Ts, D)")
         b, tt = tgt.shape
         if enc_output.shape[0] != b or enc_output.shape[-1] != self.dim:
             raise ValueError(
                 f"expected enc_output of shape (B, Ts, D) with B={b}, D={self.dim}, "
                 f"got {tuple(enc_output.shape)}"
             )
-        self._check_mask("src_mask", src_mask, b, tt, enc_output.shape[1])
-        self._check_mask("tgt_mask", tgt_mask, b, tt, tt)
+        self._require_mask("src_mask", src_mask, b, tt, enc_output.shape[1])
+        self._require_mask("tgt_mask", tgt_mask, b, tt, tt)
         x = self.dropout(self.pos_encoder(self.tgt_embedding(tgt) * math.sqrt(self.dim)))  # (B, Tt, D)
         for layer in self.decoder_layers:
             x = layer(x, enc_output, src_mask, tgt_mask)
@@ -205,7 +193,7 @@ class Transformer(nn.Module):
         Returns:
             logits ``(B, Tt - 1, V)``.
         """
-        self._check_tokens("tgt", tgt, self.tgt_vocab_size)
+        self._require_tokens("tgt", tgt, self.tgt_vocab_size)
         if tgt.shape[1] < 2:
             raise ValueError(f"expected tgt with at least 2 tokens (SOS ... EOS), got {tuple(tgt.shape)}")
         tgt_in = tgt[:, :-1]  # (B, Tt - 1)
@@ -253,11 +241,11 @@ class Transformer(nn.Module):
             included, PAD after it; and the cross-attention ``weights`` ``(B, L, H, T, Ts)``
             that produced them (row ``t`` is the step that chose ``tokens[:, t]``).
         """
-        check_positive_int("max_len", max_len)
-        check_length("max_len", max_len, self.max_seq_len, "max_seq_len")
-        self._check_tokens("src", src, self.src_vocab_size)
+        require_positive_int("max_len", max_len)
+        require_length("max_len", max_len, self.max_seq_len, "max_seq_len")
+        self._require_tokens("src", src, self.src_vocab_size)
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        with _evaluating(self):
+        with evaluating(self):
             memory = self.encode(src, src_mask)  # (B, Ts, D)
             return self._greedy(memory, src_mask, max_len)
 
@@ -296,14 +284,14 @@ class Transformer(nn.Module):
         Returns:
             ``tokens`` ``(B, T)`` as in :meth:`greedy_decode`, and their log-probabilities ``(B,)``.
         """
-        check_positive_int("max_len", max_len)
-        check_length("max_len", max_len, self.max_seq_len, "max_seq_len")
-        k = check_positive_int("beam_size", beam_size)
+        require_positive_int("max_len", max_len)
+        require_length("max_len", max_len, self.max_seq_len, "max_seq_len")
+        k = require_positive_int("beam_size", beam_size)
         if k > self.tgt_vocab_size:
             raise ValueError(f"expected beam_size <= tgt_vocab_size={self.tgt_vocab_size}, got {k}")
-        self._check_tokens("src", src, self.src_vocab_size)
+        self._require_tokens("src", src, self.src_vocab_size)
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        with _evaluating(self):
+        with evaluating(self):
             memory = self.encode(src, src_mask)  # (B, Ts, D)
             return self._beam(memory, src_mask, max_len, k, length_penalty)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_divisible, check_positive_int, check_probability, check_rank
+from ._validate import require_divisible, require_positive_int, require_probability, require_rank
 from .blocks import LayerNorm
 from .multihead import Attention
 
@@ -37,8 +37,8 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     Returns:
         ``(B, N, C * P * P)``.
     """
-    check_rank("images", images, (4,), "(B, C, Hi, Wi)")
-    p = check_positive_int("patch_size", patch_size)
+    require_rank("images", images, (4,), "(B, C, Hi, Wi)")
+    p = require_positive_int("patch_size", patch_size)
     b, c, h, w = images.shape
     if h % p or w % p:
         raise ValueError(
@@ -64,18 +64,18 @@ class PatchEmbed(nn.Module):
 
     def __init__(self, img_size: int, patch_size: int, in_chans: int, embed_dim: int) -> None:
         super().__init__()
-        check_positive_int("img_size", img_size)
-        check_divisible(img_size, patch_size, "img_size", "patch_size")
+        require_positive_int("img_size", img_size)
+        require_divisible(img_size, patch_size, "img_size", "patch_size")
         self.img_size = img_size
         self.patch_size = patch_size
-        self.in_chans = check_positive_int("in_chans", in_chans)
+        self.in_chans = require_positive_int("in_chans", in_chans)
         self.grid_size = img_size // patch_size
         self.num_patches = self.grid_size**2
-        self.proj = nn.Linear(in_chans * patch_size**2, check_positive_int("embed_dim", embed_dim))
+        self.proj = nn.Linear(in_chans * patch_size**2, require_positive_int("embed_dim", embed_dim))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Args: images ``(B, C, Hi, Wi)``. Returns: ``(B, N, D)``."""
-        check_rank("images", images, (4,), "(B, C, Hi, Wi)")
+        require_rank("images", images, (4,), "(B, C, Hi, Wi)")
         expected = (self.in_chans, self.img_size, self.img_size)
         if tuple(images.shape[1:]) != expected:
             raise ValueError(
@@ -96,10 +96,10 @@ class Mlp(nn.Module):
 
     def __init__(self, dim: int, hidden_dim: int, drop: float = 0.0) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(check_positive_int("dim", dim), check_positive_int("hidden_dim", hidden_dim))
+        self.fc1 = nn.Linear(require_positive_int("dim", dim), require_positive_int("hidden_dim", hidden_dim))
         self.act = nn.GELU()
         self.fc2 = nn.Linear(hidden_dim, dim)
-        self.drop = nn.Dropout(check_probability("drop", drop))
+        self.drop = nn.Dropout(require_probability("drop", drop))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x ``(B, T, D)``. Returns: ``(B, T, D)``."""
@@ -175,20 +175,20 @@ class VisionTransformer(nn.Module):
         attn_drop_rate: float = 0.0,
     ) -> None:
         super().__init__()
-        check_divisible(embed_dim, num_heads, "embed_dim", "num_heads")
+        require_divisible(embed_dim, num_heads, "embed_dim", "num_heads")
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
         n_tokens = self.patch_embed.num_patches + 1
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))  # (1, 1, D)
         self.pos_embed = nn.Parameter(torch.zeros(1, n_tokens, embed_dim))  # (1, T, D)
-        self.pos_drop = nn.Dropout(check_probability("drop_rate", drop_rate))
+        self.pos_drop = nn.Dropout(require_probability("drop_rate", drop_rate))
         self.blocks = nn.ModuleList(
             [
                 Block(embed_dim, num_heads, mlp_ratio, qkv_bias, drop_rate, attn_drop_rate)
-                for _ in range(check_positive_int("depth", depth))
+                for _ in range(require_positive_int("depth", depth))
             ]
         )
         self.norm = LayerNorm(embed_dim)
-        self.head = nn.Linear(embed_dim, check_positive_int("num_classes", num_classes))
+        self.head = nn.Linear(embed_dim, require_positive_int("num_classes", num_classes))
         # timm: truncated normal (std 0.02) for the position embeddings, a tiny normal for the
         # class token; the linear layers keep PyTorch's default initialisation here.
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
@@ -247,7 +247,7 @@ def attention_rollout(weights: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(B, T, T)`` (or ``(T, T)``), every row summing to 1.
     """
-    check_rank("weights", weights, (4, 5), "(B, L, H, T, T) or (L, H, T, T)")
+    require_rank("weights", weights, (4, 5), "(B, L, H, T, T) or (L, H, T, T)")
     if weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"expected square self-attention maps (..., T, T), got {tuple(weights.shape)}")
     single = weights.ndim == 4
@@ -277,9 +277,9 @@ def occlude(
     Returns:
         ``(B, C, Hi, Wi)``; ``images`` itself is left unchanged.
     """
-    check_rank("images", images, (4,), "(B, C, Hi, Wi)")
+    require_rank("images", images, (4,), "(B, C, Hi, Wi)")
     b, _, h, w = images.shape
-    p = check_positive_int("patch_size", patch_size)
+    p = require_positive_int("patch_size", patch_size)
     if h % p or w % p:
         raise ValueError(f"image size {h}x{w} is not divisible by patch_size={p}")
     grid_w, n = w // p, (h // p) * (w // p)

@@ -1,4 +1,4 @@
-"""Vocabulary, synthetic tasks and batching of attnlib.data."""
+"""Vocabulary and batching of attnlib.data, and the synthetic tasks of attnlib.tasks."""
 
 from __future__ import annotations
 
@@ -10,16 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.data import (
+from attnlib.data import EOS_ID, PAD_ID, SOS_ID, UNK_ID, PairDataset, Vocab, pad_sequences
+from attnlib.tasks import (
     DATE_STYLES,
-    EOS_ID,
     FIRST_DATE,
     LAST_DATE,
-    PAD_ID,
-    SOS_ID,
-    UNK_ID,
-    PairDataset,
-    Vocab,
     date_datasets,
     date_pairs,
     date_vocabs,
@@ -27,7 +22,6 @@ from attnlib.data import (
     digit_pairs,
     digit_vocab,
     format_date,
-    pad_sequences,
 )
 
 # An independent reader of every style the generator writes (day first where numeric).

@@ -12,17 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlib
-from attnlib.efficient import (
-    GroupedQueryAttention,
-    kv_cache_bytes,
-    online_softmax,
-    peak_memory,
-    receptive_field,
-    sliding_window_mask,
-    tiled_attention,
-)
 from attnlib.functional import scaled_dot_product_attention
+from attnlib.gqa import GroupedQueryAttention
+from attnlib.masks import receptive_field, sliding_window_mask
+from attnlib.memory import kv_cache_bytes, peak_memory
 from attnlib.rotary import apply_rotary, rotary_angles
+from attnlib.tiled import online_softmax, tiled_attention
 
 # --- online softmax -------------------------------------------------------------------------
 

@@ -10,18 +10,11 @@ from hypothesis import strategies as st
 
 import attnlib
 from attnlib.data import PairDataset, Vocab
-from attnlib.efficient import kv_cache_bytes
-from attnlib.gpt import (
-    GPT,
-    KVCache,
-    NextTokenModel,
-    addition_lines,
-    cached_attention,
-    complete,
-    next_token_probs,
-    sample_next,
-    top_k_logits,
-)
+from attnlib.gpt import GPT, NextTokenModel
+from attnlib.kv_cache import KVCache, cached_attention
+from attnlib.memory import kv_cache_bytes
+from attnlib.sampling import complete, next_token_probs, sample_next, top_k_logits
+from attnlib.tasks import addition_lines
 from attnlib.training import sequence_loss
 
 V, CONTEXT = 11, 24

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from attnlib.attention_decoders import DecoderWithAttention
 from attnlib.data import EOS_ID, PAD_ID, SOS_ID
 from attnlib.scorers import (
     SCORERS,
@@ -22,7 +23,7 @@ from attnlib.scorers import (
     LocalAttention,
     make_attention,
 )
-from attnlib.seq2seq import Decoder, DecoderWithAttention, Encoder, Seq2Seq, lstm_step
+from attnlib.seq2seq import Decoder, Encoder, Seq2Seq, lstm_step
 from tests.decoding import decode_step_by_step
 
 H, V = 8, 13
@@ -352,7 +353,7 @@ def test_mismatched_hidden_sizes_raise():
 
 def test_bad_token_ids_and_empty_sequences_raise():
     model = make_model()
-    with pytest.raises(ValueError, match=r"ids in \[0, 13\) .* got values from 4 to 13"):
+    with pytest.raises(ValueError, match=r"ids in \[0, 13\) .* got ids from 4 to 13"):
         model.encoder(torch.tensor([[4, 13]]))
     with pytest.raises(ValueError, match=r"ids in \[0, 13\)"):
         model.encoder(torch.tensor([[-1, 4]]))

@@ -12,18 +12,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlib import training
-from attnlib.data import EOS_ID, PAD_ID, SOS_ID, PairDataset, digit_datasets, digit_vocab
+from attnlib.attention_decoders import DecoderWithAttention
+from attnlib.data import EOS_ID, PAD_ID, SOS_ID, PairDataset
+from attnlib.evaluation import accuracy_by_length, count_parameters, evaluate, predict_scores, score_batch
 from attnlib.scorers import make_attention
-from attnlib.seq2seq import DecoderWithAttention, Encoder, Seq2Seq
-from attnlib.training import (
-    accuracy_by_length,
-    count_parameters,
-    evaluate,
-    predict_scores,
-    score_batch,
-    sequence_loss,
-    train,
-)
+from attnlib.seq2seq import Encoder, Seq2Seq
+from attnlib.tasks import digit_datasets, digit_vocab
+from attnlib.training import sequence_loss, train
 
 
 def small_model(vocab_size: int, hidden: int = 32, seed: int = 0) -> Seq2Seq:

@@ -1,0 +1,102 @@
+"""Input validation shared by every attnlib module: the ``require_*`` functions.
+
+Shapes: ``B`` batch, ``T`` tokens, ``D`` feature width, ``V`` vocabulary.
+
+Each one raises before any matmul can fail obscurely, and names what was expected and what
+came, e.g. ``expected x of shape (B, T, D) with D=64, got (2, 6, 3)``. Each returns its
+(checked) value, so a constructor can write ``self.d_in = require_positive_int("d_in", d_in)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def require_tensor(name: str, x: object) -> torch.Tensor:
+    """Raise ``TypeError`` unless ``x`` is a tensor; return it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"expected {name} to be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def require_rank(name: str, x: torch.Tensor, ranks: tuple[int, ...], layout: str) -> None:
+    """Raise unless ``x.ndim`` is one of ``ranks``; ``layout`` spells the expected shape."""
+    require_tensor(name, x)
+    if x.ndim not in ranks:
+        raise ValueError(f"expected {name} of shape {layout}, got {tuple(x.shape)} ({x.ndim}-D)")
+
+
+def require_features(name: str, x: torch.Tensor, size: int, layout: str, letter: str = "D") -> None:
+    """Raise unless the last dimension of ``x`` is ``size``."""
+    if x.shape[-1] != size:
+        raise ValueError(f"expected {name} of shape {layout} with {letter}={size}, got {tuple(x.shape)}")
+
+
+def require_length(name: str, length: int, limit: int, what: str = "context_length") -> None:
+    """Raise unless ``length <= limit``; ``what`` names the limit in the message."""
+    if length > limit:
+        raise ValueError(f"{name} has {length} tokens, more than {what}={limit}")
+
+
+def require_probability(name: str, p: float) -> float:
+    """Raise unless ``p`` is a number in ``[0, 1)``; return it as a float."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"expected {name} to be a float in [0, 1), got {type(p).__name__}")
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"expected {name} in [0, 1), got {p}")
+    return float(p)
+
+
+def require_positive_int(name: str, n: object) -> int:
+    """Raise unless ``n`` is an int ``>= 1`` (a bool is not); return it."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"expected {name} to be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"expected {name} >= 1, got {n}")
+    return n
+
+
+def require_divisible(d_out: int, num_heads: int, d_name: str = "d_out", h_name: str = "num_heads") -> int:
+    """Return the head width, or raise if ``d_out`` does not split evenly into heads."""
+    require_positive_int(d_name, d_out)
+    require_positive_int(h_name, num_heads)
+    if d_out % num_heads:
+        raise ValueError(
+            f"{d_name}={d_out} is not divisible by {h_name}={num_heads}; "
+            f"choose {d_name} as a multiple of {h_name}"
+        )
+    return d_out // num_heads
+
+
+def require_token_ids(
+    name: str,
+    ids: object,
+    vocab_size: int,
+    layout: str = "(B, T) token ids",
+) -> torch.Tensor:
+    """Raise unless ``ids`` is a non-empty ``(B, T)`` integer tensor of ids in ``[0, V)``; return it.
+
+    The one token-id check of attnlib: the RNN encoder, the Transformer and GPT all call it
+    (each then checks ``T`` against its own length limit with :func:`require_length`).
+
+    Args:
+        name: the argument's name in the messages (``"src"``, ``"tgt"``, ``"idx"``).
+        ids: ``(B, T)`` token ids.
+        vocab_size: ``V``, the vocabulary the model was built for.
+        layout: the expected shape, as the messages spell it.
+
+    Returns:
+        ``ids``.
+    """
+    require_rank(name, ids, (2,), layout)
+    if ids.is_floating_point() or ids.dtype == torch.bool:
+        raise TypeError(f"expected {name} to hold integer token ids, got dtype {ids.dtype}")
+    if ids.numel() == 0:
+        raise ValueError(f"expected a non-empty {name} {layout}, got shape {tuple(ids.shape)}")
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"expected {name} ids in [0, {vocab_size}) (the vocabulary this model was built for), "
+            f"got ids from {low} to {high}"
+        )
+    return ids
