@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from attnlib.vit import VisionTransformer
-from attnlib.vit_widgets import draw_patch_map, plot_class_attention, token_labels, vit_diagram, vit_explorer
+from attnlib import VisionTransformer
+from attnlib.viz import draw_patch_map, plot_class_attention, token_labels, vit_diagram, vit_explorer
 
 
 @pytest.fixture
@@ -73,3 +73,14 @@ def test_explorer_redraws_when_any_control_changes(model, monkeypatch):
 def test_explorer_needs_one_channel_images_and_labels(model):
     with pytest.raises(ValueError, match=r"expected images \(B, 1, Hi, Wi\) and labels \(B,\)"):
         vit_explorer(model, torch.rand(3, 8, 8), torch.tensor([1, 2, 3]))
+
+
+def test_explorer_draws_in_eval_mode_and_gives_the_model_its_mode_back(model, monkeypatch):
+    modes = []
+    monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    model.train()
+    model.register_forward_pre_hook(lambda module, args: modes.append(module.training))
+    box = vit_explorer(model, torch.rand(2, 1, 8, 8), torch.tensor([1, 2]))
+    box.children[0].children[0].value = 1  # another image: one more redraw
+    assert len(modes) == 4 and not any(modes), "every forward pass of a redraw runs in eval mode"
+    assert all(m.training for m in model.modules()), "the student's model keeps its own mode"

@@ -9,9 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from attnlib.data import Vocab
-from attnlib.gpt import GPT
-from attnlib.gpt_widgets import encode_prompt, gpt_diagram, sampling_explorer
+from attnlib import GPT, Vocab
+from attnlib.viz import encode_prompt, gpt_diagram, sampling_explorer
 
 
 def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
@@ -62,3 +61,16 @@ def test_gpt_diagram_draws_both_panels():
     texts = [t.get_text() for t in fig.axes[1].texts]
     assert "in the cache: positions 0..2" in texts and "$q_3$" in texts
     plt.close(fig)
+
+
+def test_sampling_explorer_draws_in_eval_mode_and_gives_the_model_its_mode_back(monkeypatch):
+    modes = []
+    monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    vocab = Vocab("0123456789+=")
+    torch.manual_seed(0)
+    model = GPT(len(vocab), 16, dim=16, n_heads=2, n_layers=1).train()
+    model.register_forward_pre_hook(lambda module, args: modes.append(module.training))
+    box = sampling_explorer(model, vocab, "12+3", max_new_tokens=2)
+    box.children[0].children[1].value = 0.5  # temperature: one more redraw
+    assert modes and not any(modes), "every forward pass of a redraw runs in eval mode (no dropout)"
+    assert all(m.training for m in model.modules()), "the student's model keeps its own mode"

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from attnlib.efficient_widgets import receptive_field_explorer, rope_score_figure, tiling_diagram
+from attnlib.viz import receptive_field_explorer, rope_score_figure, tiling_diagram
 
 
 def test_receptive_field_explorer_redraws_when_any_control_changes(monkeypatch):

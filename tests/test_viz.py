@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from attnlib import widgets
-from attnlib.plotting import plot_attention, plot_bars
+from attnlib import viz
+from attnlib.viz import plot_attention, plot_bars
 
 
 @pytest.fixture(autouse=True)
@@ -60,11 +60,11 @@ def test_explorers_draw_and_redraw_when_a_control_changes(inputs, tokens, monkey
     scores = inputs @ inputs.T
     weights = torch.softmax(scores, -1)
     explorers = [
-        (widgets.query_explorer(inputs, tokens), 0, 3, "context vector"),
-        (widgets.temperature_explorer(inputs, inputs, tokens), 0, 2.0, "scale = 2.000"),
-        (widgets.mask_explorer(scores, tokens), 1, 2, "padding=2"),
-        (widgets.dropout_explorer(weights, tokens), 0, 0.2, "p=0.20"),
-        (widgets.head_explorer(torch.rand(1, 2, 6, 6), tokens), 0, 1, "head 1 of 2"),
+        (viz.query_explorer(inputs, tokens), 0, 3, "context vector"),
+        (viz.temperature_explorer(inputs, inputs, tokens), 0, 2.0, "scale = 2.000"),
+        (viz.mask_explorer(scores, tokens), 1, 2, "padding=2"),
+        (viz.dropout_explorer(weights, tokens), 0, 0.2, "p=0.20"),
+        (viz.head_explorer(torch.rand(1, 2, 6, 6), tokens), 0, 1, "head 1 of 2"),
     ]
     for box, index, value, expected_title in explorers:
         before = len(shown)
@@ -78,7 +78,7 @@ def test_explorers_draw_and_redraw_when_a_control_changes(inputs, tokens, monkey
 def test_seq2seq_diagram_draws_one_box_per_state_and_names_the_context(attention):
     from matplotlib.patches import FancyBboxPatch
 
-    from attnlib.diagrams import seq2seq_diagram
+    from attnlib.viz import seq2seq_diagram
 
     ax = seq2seq_diagram(["a", "b", "c"], ["x", "y"], attention=attention)
     texts = [t.get_text() for t in ax.texts]
@@ -95,7 +95,7 @@ def test_seq2seq_diagram_draws_one_box_per_state_and_names_the_context(attention
 
 
 def test_seq2seq_diagram_rejects_empty_sequences():
-    from attnlib.diagrams import seq2seq_diagram
+    from attnlib.viz import seq2seq_diagram
 
     with pytest.raises(ValueError, match="at least one source and one target token"):
         seq2seq_diagram([], ["x"])
@@ -103,7 +103,7 @@ def test_seq2seq_diagram_rejects_empty_sequences():
 
 @pytest.mark.parametrize("projections", [False, True])
 def test_attention_diagram_has_a_score_weight_and_weighted_value_per_token(tokens, projections):
-    from attnlib.diagrams import attention_diagram
+    from attnlib.viz import attention_diagram
 
     ax = attention_diagram(tokens, query=1, projections=projections)
     texts = [t.get_text() for t in ax.texts]
@@ -120,7 +120,7 @@ def test_attention_diagram_has_a_score_weight_and_weighted_value_per_token(token
 
 
 def test_multihead_diagram_draws_one_box_per_head():
-    from attnlib.diagrams import multihead_diagram
+    from attnlib.viz import multihead_diagram
 
     ax = multihead_diagram(3)
     texts = [t.get_text() for t in ax.texts]
@@ -133,7 +133,7 @@ def test_multihead_diagram_draws_one_box_per_head():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_layer_diagram_wraps_every_sublayer_in_a_residual(norm_first):
-    from attnlib.diagrams import transformer_layer_diagram
+    from attnlib.viz import transformer_layer_diagram
 
     ax = transformer_layer_diagram(norm_first=norm_first)
     texts = [t.get_text() for t in ax.texts]
@@ -146,7 +146,7 @@ def test_transformer_layer_diagram_wraps_every_sublayer_in_a_residual(norm_first
 
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
 def test_decoder_step_diagram_puts_the_query_where_each_paper_does(kind):
-    from attnlib.diagrams import decoder_step_diagram
+    from attnlib.viz import decoder_step_diagram
 
     ax = decoder_step_diagram(kind)
     texts = [t.get_text() for t in ax.texts]
@@ -157,14 +157,14 @@ def test_decoder_step_diagram_puts_the_query_where_each_paper_does(kind):
 
 
 def test_decoder_step_diagram_rejects_an_unknown_kind():
-    from attnlib.diagrams import decoder_step_diagram
+    from attnlib.viz import decoder_step_diagram
 
     with pytest.raises(ValueError, match="'bahdanau' or 'luong'"):
         decoder_step_diagram("transformer")
 
 
 def test_lstm_diagram_draws_one_cell_per_step_and_shifts_the_targets():
-    from attnlib.diagrams import lstm_diagram
+    from attnlib.viz import lstm_diagram
 
     ax = lstm_diagram(["<sos>", "1", "4", "7"])
     texts = [t.get_text() for t in ax.texts]
@@ -270,18 +270,18 @@ def test_every_explorer_control_changes_the_drawing_or_is_disabled(inputs, token
     scores = inputs @ inputs.T
     weights = torch.softmax(scores, -1)
     for box in [
-        widgets.query_explorer(inputs, tokens),
-        widgets.temperature_explorer(inputs, inputs, tokens),
-        widgets.mask_explorer(scores, tokens),
-        widgets.dropout_explorer(weights, tokens),
-        widgets.head_explorer(torch.rand(1, 2, 6, 6), tokens),
+        viz.query_explorer(inputs, tokens),
+        viz.temperature_explorer(inputs, inputs, tokens),
+        viz.mask_explorer(scores, tokens),
+        viz.dropout_explorer(weights, tokens),
+        viz.head_explorer(torch.rand(1, 2, 6, 6), tokens),
     ]:
         assert assert_every_control_matters(box, drawings) >= 1
 
 
 def test_dropout_controls_that_change_nothing_are_disabled(inputs, tokens, drawings):
     p, seed, training = (
-        widgets.dropout_explorer(torch.softmax(inputs @ inputs.T, -1), tokens).children[0].children
+        viz.dropout_explorer(torch.softmax(inputs @ inputs.T, -1), tokens).children[0].children
     )
     assert not p.disabled and not seed.disabled
     training.value = False  # eval: dropout is the identity
@@ -292,7 +292,7 @@ def test_dropout_controls_that_change_nothing_are_disabled(inputs, tokens, drawi
 
 
 def test_transformer_explorers_controls_all_matter(drawings):
-    from attnlib.transformer_widgets import cross_attention_explorer, positional_encoding_explorer
+    from attnlib.viz import cross_attention_explorer, positional_encoding_explorer
 
     assert assert_every_control_matters(positional_encoding_explorer(max_len=20, dim=8), drawings) >= 2
     torch.manual_seed(0)
@@ -302,11 +302,9 @@ def test_transformer_explorers_controls_all_matter(drawings):
 
 
 def _date_models():
-    from attnlib import data
-    from attnlib.scorers import make_attention
-    from attnlib.seq2seq import DecoderWithAttention, Encoder, Seq2Seq
+    from attnlib import DecoderWithAttention, Encoder, Seq2Seq, date_datasets, make_attention
 
-    _, test = data.date_datasets(10, n_test=5)
+    _, test = date_datasets(10, n_test=5)
     torch.manual_seed(0)
     models = {}
     for name in ("general", "dot"):
@@ -316,7 +314,7 @@ def _date_models():
 
 
 def test_alignment_explorer_disables_the_slider_while_a_source_is_typed(drawings):
-    from attnlib.seq2seq_widgets import alignment_explorer
+    from attnlib.viz import alignment_explorer
 
     models, test = _date_models()
     box = alignment_explorer(models, test, examples=3)
@@ -330,11 +328,11 @@ def test_alignment_explorer_disables_the_slider_while_a_source_is_typed(drawings
 
 
 def test_copy_explorer_controls_all_matter(drawings):
-    from attnlib import data
-    from attnlib.seq2seq import Decoder, Encoder, Seq2Seq
-    from attnlib.seq2seq_widgets import copy_explorer
+    from attnlib import Decoder, Encoder, Seq2Seq
+    from attnlib.tasks import digit_vocab
+    from attnlib.viz import copy_explorer
 
-    vocab = data.digit_vocab()
+    vocab = digit_vocab()
     torch.manual_seed(0)
     model = Seq2Seq(Encoder(len(vocab), 8, 1), Decoder(len(vocab), 8, 1), "cpu").eval()
     assert assert_every_control_matters(copy_explorer(model, vocab, max_len=8), drawings) >= 2
@@ -343,8 +341,8 @@ def test_copy_explorer_controls_all_matter(drawings):
 def test_gate_explorer_controls_all_matter(drawings):
     from torch import nn
 
-    from attnlib import data
-    from attnlib.sequence_widgets import gate_explorer
+    from attnlib.tasks import digit_vocab
+    from attnlib.viz import gate_explorer
 
     class TinyLM(nn.Module):
         def __init__(self, vocab_size: int) -> None:
@@ -353,7 +351,7 @@ def test_gate_explorer_controls_all_matter(drawings):
             self.rnn = nn.LSTM(3, 4, batch_first=True)
             self.fc = nn.Linear(4, vocab_size)
 
-    vocab = data.digit_vocab()
+    vocab = digit_vocab()
     torch.manual_seed(0)
     box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
     assert assert_every_control_matters(box, drawings) >= 4

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnlib import data
-from attnlib.sequence_widgets import TRACE_NAMES, gate_explorer, lstm_trace
+from attnlib.tasks import digit_vocab
+from attnlib.viz import TRACE_NAMES, gate_explorer, lstm_trace
 
 
 class TinyLM(nn.Module):
@@ -52,7 +52,7 @@ def test_gate_explorer_redraws_when_any_control_changes(monkeypatch):
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
-    vocab = data.digit_vocab()
+    vocab = digit_vocab()
     torch.manual_seed(0)
     box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680"])
     example, step, quantity, temperature = box.children[0].children
@@ -73,12 +73,12 @@ def test_gate_explorer_redraws_when_any_control_changes(monkeypatch):
 
 def test_gate_explorer_needs_the_notebook_model():
     with pytest.raises(TypeError, match=r"\.embedding an nn\.Embedding"):
-        gate_explorer(nn.Module(), data.digit_vocab(), ["12"])
+        gate_explorer(nn.Module(), digit_vocab(), ["12"])
 
 
 def test_the_step_slider_ends_at_the_chosen_sequence(monkeypatch):
     monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
-    vocab = data.digit_vocab()
+    vocab = digit_vocab()
     torch.manual_seed(0)
     box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
     example, step, _, _ = box.children[0].children

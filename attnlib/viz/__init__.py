@@ -1,0 +1,56 @@
+"""attnlib.viz: every plot, diagram and explorer of the series, and the only matplotlib and ipywidgets.
+
+Each topic module draws the pictures of the library module of the same name (``viz.masks`` for
+``attnlib.masks``, ``viz.gpt`` for ``attnlib.gpt``); ``heatmaps``, ``drawing`` and ``explorers``
+are the primitives they share. Every public name is importable from here
+(``from attnlib.viz import plot_attention, query_explorer``); a name's module is imported the
+first time the name is asked for, so ``import attnlib.viz`` itself loads neither matplotlib nor
+ipywidgets.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+#: module -> the public names it defines
+_HOMES: dict[str, tuple[str, ...]] = {
+    "heatmaps": ("CMAP", "plot_attention", "plot_bars"),
+    "drawing": (
+        "CONTEXT",
+        "DECODER",
+        "ENCODER",
+        "QUERY",
+        "WEIGHT",
+        "arrow",
+        "axes_or_new",
+        "box",
+        "residual_add",
+    ),
+    "explorers": ("explorer",),
+    "functional": ("attention_diagram", "query_explorer", "temperature_explorer"),
+    "masks": ("dropout_explorer", "mask_explorer"),
+    "multihead": ("head_explorer", "multihead_diagram"),
+    "sequences": ("TRACE_NAMES", "gate_explorer", "lstm_diagram", "lstm_trace"),
+    "seq2seq": ("copy_explorer", "plot_length_curves", "seq2seq_diagram", "translate"),
+    "attention_decoders": ("alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot_alignments"),
+    "blocks": ("positional_encoding_explorer", "transformer_layer_diagram"),
+    "transformer": ("cross_attention_explorer",),
+    "gpt": ("encode_prompt", "gpt_diagram", "sampling_explorer"),
+    "efficient": ("receptive_field_explorer", "rope_score_figure", "tiling_diagram"),
+    "vit": ("draw_patch_map", "plot_class_attention", "token_labels", "vit_diagram", "vit_explorer"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

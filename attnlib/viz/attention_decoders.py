@@ -1,0 +1,193 @@
+"""Where an attention decoder looks: one step drawn, and alignments plotted and explored.
+
+The pictures of notebooks 08 and 09. Shapes: ``T`` generated tokens, ``Ts`` source tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+from torch import nn
+
+from ..data import PairDataset, Vocab
+from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
+from .explorers import explorer
+from .heatmaps import CMAP, plot_attention
+from .seq2seq import translate
+
+
+def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
+    """Draw one decoder step with attention, in Bahdanau's order or in Luong's.
+
+    Both in Luong's symbols: decoder states ``h_t``, encoder outputs ``h̄_s``, weights ``a_t``,
+    context ``c_t``. Bahdanau et al. (2015) score the *previous* state ``h_{t-1}`` and feed
+    ``c_t`` into the LSTM; Luong et al. (2015, §3) step the LSTM first, score the *new* state
+    ``h_t``, and predict from ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the
+    next step.
+
+    Args:
+        kind: ``"bahdanau"`` or ``"luong"``.
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    if kind not in ("bahdanau", "luong"):
+        raise ValueError(f"expected kind 'bahdanau' or 'luong', got {kind!r}")
+    ax = axes_or_new(ax, (5.2, 6.2))
+    enc_x, dec_x, mid_x = 2.6, 0.0, 1.3
+    wide = 1.9
+    if kind == "bahdanau":
+        query, y = (
+            "$h_{t-1}$",
+            {"query": 0.0, "score": 1.3, "context": 2.6, "lstm": 3.9, "state": 5.2, "out": 6.5},
+        )
+        box(ax, dec_x, y["query"], query, DECODER)
+        box(ax, enc_x, y["query"], r"$\bar h_1 \dots \bar h_{T_s}$", ENCODER, width=1.4)
+        ax.text(-1.45, y["lstm"], "$y_{t-1}$", ha="center", va="center", fontsize=11)
+        arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
+        box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
+        arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["lstm"] - 0.3))  # h_{t-1} into the LSTM
+        arrow(ax, (mid_x - 0.3, y["context"] + 0.3), (dec_x + 0.3, y["lstm"] - 0.3), color=CONTEXT)
+        box(ax, dec_x, y["state"], "$h_t$", DECODER)
+        arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["state"] - 0.3))
+        box(ax, dec_x, y["out"], r"softmax$(W h_t)$", "#3b528b", width=wide)
+        arrow(ax, (dec_x, y["state"] + 0.3), (dec_x, y["out"] - 0.3))
+        title = "Bahdanau: attend with $h_{t-1}$, then step"
+        note = "$c_t$ enters the LSTM with $y_{t-1}$"
+    else:
+        y = {"lstm": 0.0, "query": 1.3, "score": 2.6, "context": 3.9, "state": 5.2, "out": 6.5}
+        ax.text(-1.55, y["lstm"], "$y_{t-1}$;\n" + r"$\tilde h_{t-1}$", ha="center", va="center", fontsize=10)
+        arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
+        box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
+        box(ax, dec_x, y["query"], "$h_t$", DECODER)
+        arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["query"] - 0.3))
+        box(ax, enc_x, y["query"], r"$\bar h_1 \dots \bar h_{T_s}$", ENCODER, width=1.4)
+        box(ax, dec_x, y["state"], r"$\tilde h_t = \tanh(W_c[c_t; h_t])$", "#3b528b", width=2.3)
+        arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["state"] - 0.3))  # h_t
+        arrow(ax, (mid_x - 0.2, y["context"] + 0.3), (dec_x + 0.4, y["state"] - 0.3), color=CONTEXT)
+        box(ax, dec_x, y["out"], r"softmax$(W_s \tilde h_t)$", "#3b528b", width=wide)
+        arrow(ax, (dec_x, y["state"] + 0.3), (dec_x, y["out"] - 0.3))
+        arrow(ax, (dec_x - 1.2, y["state"]), (-1.55, y["lstm"] + 0.45), ls="--", color="grey")
+        ax.text(
+            -1.75,
+            (y["state"] + y["lstm"]) / 2,
+            "input\nfeeding",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="grey",
+        )
+        title = "Luong: step, then attend with $h_t$"
+        note = r"$c_t$ joins $h_t$ in $\tilde h_t$"
+    box(ax, mid_x, y["score"], "score, softmax: $a_t$", WEIGHT, width=wide)
+    arrow(ax, (dec_x + 0.3, y["query"] + 0.3), (mid_x - 0.3, y["score"] - 0.3), color=QUERY, lw=1.6)
+    arrow(ax, (enc_x - 0.2, y["query"] + 0.3), (mid_x + 0.3, y["score"] - 0.3))
+    box(ax, mid_x, y["context"], r"$c_t = \sum_s a_t(s) \bar h_s$", CONTEXT, width=wide)
+    arrow(ax, (mid_x, y["score"] + 0.3), (mid_x, y["context"] - 0.3))
+    arrow(ax, (enc_x + 0.1, y["query"] + 0.3), (mid_x + 0.8, y["context"] - 0.3))
+    ax.text(dec_x, y["out"] + 0.6, "$y_t$", ha="center", va="center", fontsize=11)
+    ax.text(enc_x - 0.6, y["out"], note, ha="left", va="center", fontsize=9)
+    ax.set(xlim=(-2.3, 4.0), ylim=(-0.7, 7.4), title=title)
+    ax.set_axis_off()
+    return ax
+
+
+def plot_alignment(model: nn.Module, text: str, src_vocab: Vocab, tgt_vocab: Vocab, *, name: str = ""):
+    """Heatmap of where each output token of ``model`` looks in the source ``text``.
+
+    The title shows the source and the model's output, after ``name`` if given."""
+    output, weights, src_labels, out_labels = translate(model, text, src_vocab, tgt_vocab)
+    if weights is None:
+        raise ValueError("this model has no attention weights to plot")
+    return plot_attention(
+        weights,
+        src_labels,
+        out_labels,
+        xlabel="source character",
+        ylabel="output character",
+        suptitle=f"{name + ': ' if name else ''}{text!r} -> {output!r}",
+        panel_size=max(3.2, 0.16 * max(weights.shape)),  # about 0.16 inch per token
+    )
+
+
+def plot_alignments(
+    models: Mapping[str, nn.Module],
+    text: str,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    *,
+    cols: int | None = None,
+    panel_size: float = 3.0,
+):
+    """One heatmap per model for the same source ``text``, in a grid of ``cols`` columns.
+
+    Each panel's rows are that model's own output tokens (models may write different
+    outputs); its title gives the model's name and output.
+    """
+    results = {name: translate(m, text, src_vocab, tgt_vocab) for name, m in models.items()}
+    cols = cols or len(results)
+    rows = math.ceil(len(results) / cols)
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(panel_size * cols * 1.3 + 1, (panel_size + 0.5) * rows),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    image = None
+    for i, (name, (output, weights, src_labels, out_labels)) in enumerate(results.items()):
+        ax = axes[i // cols][i % cols]
+        image = ax.imshow(weights.numpy(), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(src_labels)), src_labels, fontsize=7)
+        ax.set_yticks(range(len(out_labels)), out_labels, fontsize=7)
+        ax.set_xlabel("source character")
+        if i % cols == 0:
+            ax.set_ylabel("output character")
+        ax.set_title(f"{name}: {output}", fontsize=9)
+    for j in range(len(results), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    fig.suptitle(repr(text))
+    return fig
+
+
+def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, examples: int = 50):
+    """Pick a test example (or type a source) and a model; see the alignment heatmap.
+
+    While the source box holds text, the example slider is disabled: the typed source is shown.
+
+    Args:
+        models: name -> trained model with attention.
+        data: where the examples come from (its vocabularies are used).
+        examples: how many of the first examples the slider offers.
+    """
+    import ipywidgets as widgets
+
+    def draw(example: int, model: str, text: str) -> None:
+        source = text.strip() or data.pairs[example][0]
+        try:
+            plot_alignment(models[model], source, data.src_vocab, data.tgt_vocab, name=model)
+        except ValueError as error:  # e.g. a typed source shorter than a local window
+            print(f"{source!r}: {error}")
+
+    example = widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description="example")
+    text = widgets.Text(
+        value="", placeholder="or type a source", description="source", continuous_update=False
+    )
+
+    # A typed source replaces the example, so the slider is disabled (not silently ignored)
+    # while the box holds text; clearing the box brings the slider and its example back.
+    def typed(change: dict) -> None:
+        example.disabled = bool(change["new"].strip())
+
+    text.observe(typed, names="value")
+    return explorer(
+        draw,
+        example=example,
+        model=widgets.Dropdown(options=list(models), description="model"),
+        text=text,
+    )

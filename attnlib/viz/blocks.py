@@ -1,0 +1,136 @@
+"""A Transformer layer drawn, and sinusoidal positions explored: the pictures of notebook 10.
+
+Shapes: ``T`` positions, ``D`` encoding width.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..blocks import sinusoidal_encoding
+from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box, residual_add
+from .explorers import explorer
+from .heatmaps import CMAP
+
+
+def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> Any:
+    """Draw one encoder layer and one decoder layer, post-LN or pre-LN.
+
+    Every sublayer is wrapped in a residual connection: post-LN (the paper) computes
+    ``LayerNorm(x + sublayer(x))``, pre-LN ``x + sublayer(LayerNorm(x))``. The decoder's
+    cross-attention takes its keys and values from the encoder's output (the memory).
+
+    Args:
+        norm_first: draw pre-LN instead of post-LN.
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    ax = axes_or_new(ax, (9.0, 6.4))
+    encoder = ["self-attention", "feed-forward"]
+    decoder = ["masked self-attention", "cross-attention", "feed-forward"]
+    tops = {}
+    for x, name, sublayers, colour in (
+        (0.0, "encoder layer", encoder, ENCODER),
+        (5.0, "decoder layer", decoder, DECODER),
+    ):
+        y = 0.0
+        ax.text(x, y - 0.55, "input $x$", ha="center", va="center", fontsize=10)
+        for sublayer in sublayers:
+            start = y
+            parts = ["LayerNorm", sublayer] if norm_first else [sublayer]
+            for part in parts:
+                arrow(ax, (x, y + 0.05 if part is parts[0] else y - 0.2), (x, y + 0.35))
+                y += 0.65
+                box(ax, x, y, part, QUERY if part == "LayerNorm" else colour, width=2.8)
+                if part == "cross-attention":
+                    tops["cross"] = y  # where the memory comes in
+                y += 0.3
+            y = residual_add(ax, x, y, start + 0.1, skip_dx=1.6)
+            if not norm_first:
+                arrow(ax, (x, y - 0.02), (x, y + 0.35))
+                y += 0.65
+                box(ax, x, y, "LayerNorm", QUERY, width=2.8)
+                y += 0.3
+        ax.text(x, y + 0.4, name, ha="center", va="center", fontsize=11, color=colour, fontweight="bold")
+        tops[name] = y
+    ax.annotate(
+        "",
+        xy=(5.0 - 1.45, tops["cross"]),
+        xytext=(0.6, tops["encoder layer"] + 0.15),
+        arrowprops={"arrowstyle": "->", "lw": 1.2, "color": CONTEXT, "connectionstyle": "arc3,rad=0.25"},
+    )
+    ax.text(
+        2.3,
+        tops["encoder layer"] + 0.1,
+        "memory: keys and\nvalues of cross-attention",
+        fontsize=9,
+        color=CONTEXT,
+        ha="center",
+    )
+    note = (
+        "pre-LN: x + sublayer(LayerNorm(x)); a final LayerNorm after the stack"
+        if norm_first
+        else ("post-LN (the paper): LayerNorm(x + sublayer(x))")
+    )
+    ax.set_title(note, fontsize=11)
+    ax.set(xlim=(-2.4, 7.6), ylim=(-0.9, max(tops["encoder layer"], tops["decoder layer"]) + 0.8))
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    return ax
+
+
+def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
+    """Pick a pair of encoding dimensions and a position; see the pair turn on its circle.
+
+    Left: the pair's sine and cosine over all positions. Middle: the same pair as points
+    ``(cos, sin)`` for positions ``0..p``, which walk round the unit circle at the pair's own
+    speed. Right: the whole encoding vector of position ``p``.
+
+    Args:
+        max_len: positions ``T`` shown.
+        dim: encoding width ``D``.
+    """
+    import ipywidgets as widgets
+
+    pe = sinusoidal_encoding(max_len, dim)  # (T, D)
+    positions = torch.arange(max_len)
+    turn = torch.linspace(0, 2 * math.pi, 200)
+
+    def draw(pair: int, position: int) -> None:
+        sin_col, cos_col = pe[:, 2 * pair], pe[:, 2 * pair + 1]  # (T,) each
+        wavelength = 2 * math.pi * 10000 ** (2 * pair / dim)
+        _, (a1, a2, a3) = plt.subplots(
+            1, 3, figsize=(13, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [2, 1.1, 2]}
+        )
+        a1.plot(positions, sin_col, label=f"sin (dim {2 * pair})", color="#3b528b")
+        a1.plot(positions, cos_col, label=f"cos (dim {2 * pair + 1})", color="#5ec962")
+        a1.axvline(position, color="grey", linestyle=":")
+        a1.set(
+            xlabel="position", ylabel="value", title=f"pair {pair}: wavelength {wavelength:,.1f} positions"
+        )
+        a1.legend(loc="lower left", fontsize=8)
+        a2.plot(torch.cos(turn), torch.sin(turn), color="lightgrey")
+        seen = slice(0, position + 1)
+        a2.scatter(cos_col[seen], sin_col[seen], c=positions[seen], cmap=CMAP, vmin=0, vmax=max_len - 1, s=12)
+        a2.scatter(cos_col[position], sin_col[position], color="#fde725", edgecolor="black", s=60, zorder=3)
+        a2.set(xlabel="cos", ylabel="sin", title=f"positions 0..{position}", aspect="equal")
+        colours = ["#fde725" if d // 2 == pair else "#3b528b" for d in range(dim)]
+        a3.bar(range(dim), pe[position], color=colours)
+        a3.set(
+            xlabel="dimension",
+            ylabel="value",
+            ylim=(-1.1, 1.1),
+            title=f"PE[{position}] (pair {pair} highlighted)",
+        )
+
+    return explorer(
+        draw,
+        pair=widgets.IntSlider(value=0, min=0, max=dim // 2 - 1, description="pair i"),
+        position=widgets.IntSlider(value=10, min=0, max=max_len - 1, description="position"),
+    )

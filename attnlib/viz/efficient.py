@@ -1,0 +1,151 @@
+"""Tiles, windows and rotations: the figures and the explorer of notebook 13 (efficient attention).
+
+Shapes: ``T`` positions, ``w`` window, ``L`` layers, ``Dh`` head width.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+from .._validate import require_positive_int
+from ..masks import receptive_field, sliding_window_mask
+from ..rotary import apply_rotary
+from .drawing import axes_or_new
+from .explorers import explorer
+from .heatmaps import CMAP
+
+
+def tiling_diagram(
+    size: int = 8, block: int = 2, *, causal: bool = True, current: tuple[int, int] = (2, 1), ax=None
+):
+    """The score matrix cut into tiles, as tiled (flash) attention visits them.
+
+    One row of tiles is one block of queries; its tiles are visited left to right while the
+    running max, sum and output are kept for those queries only. With ``causal`` the tiles
+    entirely above the diagonal are never computed.
+
+    Args:
+        size: positions ``T`` (queries = keys).
+        block: positions per tile side.
+        causal: grey out the tiles a causal mask skips.
+        current: ``(query block, key block)`` of the tile being computed.
+        ax: matplotlib axes to draw on (a new figure if None).
+    """
+    require_positive_int("size", size)
+    require_positive_int("block", block)
+    n = -(-size // block)  # tiles per side
+    qi, kj = current
+    ax = axes_or_new(ax, (5.2, 5.2))
+    palette = plt.get_cmap(CMAP)
+    for i in range(n):
+        for j in range(n):
+            skipped = causal and j * block > min((i + 1) * block, size) - 1
+            done = (i < qi) or (i == qi and j < kj)
+            colour = (
+                "#eeeeee"
+                if skipped
+                else palette(0.85)
+                if (i, j) == (qi, kj)
+                else palette(0.55 if done else 0.25)
+            )
+            ax.add_patch(
+                Rectangle((j * block, i * block), block, block, facecolor=colour, edgecolor="white", lw=2)
+            )
+            label = "skipped" if skipped else f"S[{i},{j}]"
+            text_colour = "grey" if skipped else "black" if (i, j) == (qi, kj) else "white"
+            centre = ((j + 0.5) * block, (i + 0.5) * block)
+            ax.text(*centre, label, ha="center", va="center", fontsize=8, color=text_colour)
+    ax.add_patch(Rectangle((0, qi * block), size, block, fill=False, edgecolor="black", lw=2.5))
+    row_centre = (qi + 0.5) * block
+    ax.annotate(
+        "running m, ell, acc\nfor these queries",
+        (size, row_centre),
+        xytext=(size + 0.3, row_centre),
+        va="center",
+    )
+    ax.set(xlim=(0, size), ylim=(size, 0), aspect="equal", xlabel="key position (blocks of K, V)")
+    ax.set(
+        ylabel="query position (blocks of Q)",
+        title=f"T={size}, tiles of {block}x{block}: one tile exists at a time",
+    )
+    return ax
+
+
+def receptive_field_explorer(max_len: int = 40):
+    """Choose a sliding window ``w``, a depth ``L`` and a query; see what that query can reach.
+
+    Left: one layer's sliding-window mask, the query's row outlined. Right: which inputs can
+    influence which outputs after ``L`` such layers (the boolean matrix power of the mask),
+    with the query's reach ``min(q + 1, L (w - 1) + 1)`` in the title.
+
+    Args:
+        max_len: sequence length ``T`` shown.
+    """
+    import ipywidgets as widgets
+
+    require_positive_int("max_len", max_len)
+
+    def draw(window: int, layers: int, query: int) -> None:
+        mask = sliding_window_mask(max_len, window)
+        reach = receptive_field(mask, layers)
+        _, axes = plt.subplots(1, 2, figsize=(11, 5), constrained_layout=True)
+        titles = [
+            f"one layer: window w={window}",
+            f"after L={layers} layers: {int(reach[query].sum())} inputs reach query {query}",
+        ]
+        for ax, grid, title in zip(axes, [mask, reach], titles, strict=True):
+            ax.imshow(grid.float().numpy(), cmap=CMAP, vmin=0, vmax=1)
+            ax.add_patch(Rectangle((-0.5, query - 0.5), max_len, 1, fill=False, edgecolor="#fde725", lw=2))
+            ax.set(xlabel="input position (key)", ylabel="output position (query)", title=title)
+        plt.gcf().suptitle(
+            f"reach of one output: L·(w-1)+1 = {layers * (window - 1) + 1} positions (fewer near the start)"
+        )
+
+    return explorer(
+        draw,
+        window=widgets.IntSlider(value=3, min=1, max=12, description="window w"),
+        layers=widgets.IntSlider(value=2, min=1, max=8, description="layers L"),
+        query=widgets.IntSlider(value=max_len - 1, min=0, max=max_len - 1, description="query"),
+    )
+
+
+def rope_score_figure(head_dim: int = 64, max_offset: int = 64, seed: int = 0):
+    """RoPE scores against the offset ``m - n``, for the same query and key placed at two
+    different absolute starts (the curves coincide), next to a 2-D picture of one pair turning.
+
+    Args:
+        head_dim: ``Dh``.
+        max_offset: largest ``m - n`` drawn.
+        seed: for the random query and key.
+    """
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, 1, head_dim, generator=g).unbind(0)  # (1, Dh) each
+    offsets = torch.arange(max_offset + 1)
+
+    def scores(start: int) -> torch.Tensor:
+        rq = apply_rotary(q.expand(len(offsets), -1), start + offsets)  # query at n + offset
+        rk = apply_rotary(k, torch.tensor([start]))  # key at n = start
+        return (rq * rk).sum(-1)  # (offsets,)
+
+    fig, (a1, a2) = plt.subplots(
+        1, 2, figsize=(12, 4), constrained_layout=True, gridspec_kw={"width_ratios": [2, 1]}
+    )
+    palette = plt.get_cmap(CMAP)
+    for start, colour, style in [(0, palette(0.2), "-"), (1000, palette(0.7), "--")]:
+        a1.plot(offsets, scores(start), style, color=colour, label=f"key at position {start}")
+    a1.set(
+        xlabel="offset m - n (query position - key position)",
+        ylabel="score q_m · k_n",
+        title="RoPE: the score depends on m - n only",
+    )
+    a1.legend()
+    pair = torch.tensor([[1.0, 0.0]])  # (1, 2): one pair, the slowest and only frequency theta_0 = 1
+    turned = apply_rotary(pair.expand(8, -1), torch.arange(8))  # (8, 2)
+    a2.scatter(turned[:, 0], turned[:, 1], c=torch.arange(8), cmap=CMAP, s=60)
+    for m, (x, y) in enumerate(turned.tolist()):
+        a2.annotate(f"m={m}", (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    a2.set(xlabel="feature 2i", ylabel="feature 2i+1", title="pair 0 at positions 0..7 (θ₀ = 1 rad)")
+    a2.set(aspect="equal", xlim=(-1.4, 1.4), ylim=(-1.4, 1.4))
+    return fig

@@ -1,0 +1,159 @@
+"""Heatmaps and bars of attention weights: one call for one map, a row of heads, or a grid.
+
+Shapes: ``Tq``/``Tk`` query/key length, ``H`` heads, ``R``/``C`` rows/columns of a grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import torch
+
+from .drawing import axes_or_new
+
+CMAP = "viridis"  # perceptually uniform: reads in greyscale and for colour-blind readers
+
+
+def _as_grid(weights: Any) -> torch.Tensor:
+    w = torch.as_tensor(weights).detach().float().cpu()
+    if w.ndim == 2:
+        return w[None, None]  # (Tq, Tk) -> (1, 1, Tq, Tk)
+    if w.ndim == 3:
+        return w[None]  # (H, Tq, Tk) -> (1, H, Tq, Tk)
+    if w.ndim == 4:
+        return w
+    raise ValueError(
+        f"expected weights of shape (Tq, Tk), (H, Tq, Tk) or (R, C, Tq, Tk), got {tuple(w.shape)}"
+    )
+
+
+def plot_attention(
+    weights: Any,
+    x_labels: Sequence[str] | None = None,
+    y_labels: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    xlabel: str = "key",
+    ylabel: str = "query",
+    annotate: bool = False,
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    cmap: str = CMAP,
+    panel_size: float = 4.0,
+    suptitle: str | None = None,
+    colorbar_label: str = "attention weight",
+):
+    """Draw attention weights as heatmaps with token labels and one shared colour bar.
+
+    Args:
+        weights: ``(Tq, Tk)`` for one map, ``(H, Tq, Tk)`` for a row of heads, or
+            ``(R, C, Tq, Tk)`` for a grid (e.g. layers x heads). Tensor or array.
+        x_labels: ``Tk`` key tokens. y_labels: ``Tq`` query tokens (default: ``x_labels``
+            when the map is square).
+        titles: one title per panel (flat list, or nested ``R x C``).
+        xlabel, ylabel: axis names.
+        annotate: write each weight in its cell (for small maps).
+        vmin, vmax: colour range; ``vmax`` defaults to the largest weight.
+        cmap: a matplotlib colour map name.
+        panel_size: inches per panel.
+        suptitle: a title over the whole figure.
+        colorbar_label: the colour bar's label (e.g. "may attend" for a mask).
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    grid = _as_grid(weights)  # (R, C, Tq, Tk)
+    rows, cols, tq, tk = grid.shape
+    if x_labels is not None and len(x_labels) != tk:
+        raise ValueError(f"expected {tk} x_labels (one per key), got {len(x_labels)}")
+    if y_labels is None and x_labels is not None and tq == tk:
+        y_labels = x_labels
+    if y_labels is not None and len(y_labels) != tq:
+        raise ValueError(f"expected {tq} y_labels (one per query), got {len(y_labels)}")
+    flat_titles: list[str | None] = [None] * (rows * cols)
+    if titles is not None:
+        flat = (
+            [t for row in titles for t in row] if titles and not isinstance(titles[0], str) else list(titles)
+        )
+        if len(flat) != rows * cols:
+            raise ValueError(f"expected {rows * cols} titles, got {len(flat)}")
+        flat_titles = flat
+    vmax = float(grid.max()) if vmax is None else vmax
+
+    width = panel_size * cols * max(tk / max(tq, 1), 0.6) + 1.2
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width, panel_size * rows), squeeze=False, constrained_layout=True
+    )
+    image = None
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i][j]
+            image = ax.imshow(grid[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            ax.set_xticks(
+                range(tk),
+                x_labels if x_labels is not None else range(tk),
+                rotation=90 if x_labels is not None else 0,
+            )
+            ax.set_yticks(range(tq), y_labels if y_labels is not None else range(tq))
+            if i == rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            title = flat_titles[i * cols + j]
+            if title:
+                ax.set_title(title)
+            if annotate:
+                _annotate(ax, grid[i, j], vmin or 0.0, vmax)
+    fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar_label)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def _annotate(ax, w: torch.Tensor, vmin: float, vmax: float) -> None:
+    middle = (vmin + vmax) / 2
+    for (r, c), value in zip(
+        torch.cartesian_prod(torch.arange(w.shape[0]), torch.arange(w.shape[1])).tolist(),
+        w.flatten().tolist(),
+        strict=True,
+    ):
+        ax.text(
+            c,
+            r,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="black" if value > middle else "white",
+        )
+
+
+def plot_bars(
+    values: Any,
+    labels: Sequence[str],
+    *,
+    title: str | None = None,
+    ylabel: str = "value",
+    xlabel: str = "token",
+    ax=None,
+    color: str = "#3b528b",
+):
+    """A labelled bar chart of one value per token (scores or weights of one query).
+
+    Returns the matplotlib ``Axes``.
+    """
+    v = torch.as_tensor(values).detach().float().cpu().flatten()
+    if len(labels) != len(v):
+        raise ValueError(f"expected {len(v)} labels, got {len(labels)}")
+    ax = axes_or_new(ax, (5, 3))
+    bars = ax.bar(range(len(v)), v.numpy(), color=color)
+    ax.bar_label(bars, fmt="%.3f", fontsize=8)
+    ax.set_xticks(range(len(v)), labels, rotation=30)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.margins(y=0.15)
+    if title:
+        ax.set_title(title)
+    return ax

@@ -1,0 +1,225 @@
+"""An LSTM unrolled, traced gate by gate, and explored: the pictures of notebook 06.
+
+Shapes: ``B`` batch, ``T`` steps, ``D`` input (embedding) width, ``H`` hidden size, ``V``
+vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from ..data import Vocab
+from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box
+from .explorers import explorer
+from .heatmaps import CMAP
+
+
+def lstm_diagram(tokens: Sequence[str] = ("<sos>", "3", "5", "7"), *, ax: Any = None) -> Any:
+    """Draw an LSTM language model unrolled over time, trained with teacher forcing.
+
+    Step ``t`` reads token ``x_t`` (its embedding ``e_t``), updates the cell state ``c_t`` and
+    the hidden state ``h_t`` from ``c_{t-1}`` and ``h_{t-1}``, and turns ``h_t`` into
+    next-token probabilities ``p_t``, scored against token ``x_{t+1}``. Every step is the
+    same cell with the same weights; only the states flow from left to right.
+
+    Args:
+        tokens: the sequence; the model reads each token but the last and predicts each but
+            the first (``T = len(tokens) - 1`` steps).
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    if len(tokens) < 2:
+        raise ValueError(f"expected at least two tokens (one to read, one to predict), got {list(tokens)!r}")
+    steps = len(tokens) - 1
+    gap = 1.6
+    ax = axes_or_new(ax, (max(6.0, 1.5 * steps + 2.5), 4.6))
+    rows = {"embed": 0.0, "cell": 1.3, "prob": 2.6}
+    for t in range(steps):
+        x = t * gap
+        ax.text(x, -0.9, tokens[t], ha="center", va="center", fontsize=10)
+        arrow(ax, (x, -0.65), (x, rows["embed"] - 0.3))
+        box(ax, x, rows["embed"], f"$e_{{{t + 1}}}$", QUERY, width=0.7)
+        arrow(ax, (x, rows["embed"] + 0.3), (x, rows["cell"] - 0.3))
+        box(ax, x, rows["cell"], "LSTM", ENCODER, width=0.9)
+        arrow(ax, (x, rows["cell"] + 0.3), (x, rows["prob"] - 0.3))
+        ax.text(x + 0.08, (rows["cell"] + rows["prob"]) / 2, f"$h_{{{t + 1}}}$", va="center", fontsize=9)
+        box(ax, x, rows["prob"], f"$p_{{{t + 1}}}$", DECODER, width=0.7)
+        arrow(ax, (x, rows["prob"] + 0.3), (x, rows["prob"] + 0.65))
+        ax.text(
+            x, rows["prob"] + 0.9, tokens[t + 1], ha="center", va="center", fontsize=10, fontweight="bold"
+        )
+        # the states handed to the next step: c on the upper line, h on the lower
+        start = x - gap + 0.45 if t else x - gap + 0.2
+        for dy, name in ((0.12, "c"), (-0.12, "h")):
+            arrow(ax, (start, rows["cell"] + dy), (x - 0.45, rows["cell"] + dy), color=CONTEXT)
+            ax.text((start + x - 0.45) / 2, rows["cell"] + dy + (0.13 if dy > 0 else -0.15),
+                    f"${name}_{{{t}}}$", ha="center", va="center", fontsize=8, color=CONTEXT)  # fmt: skip
+    right = (steps - 1) * gap
+    notes = {
+        "embed": "embedding: $e_t$ = row $x_t$ of the table",
+        "cell": "gates $i, f, g, o$; states $c_t$, $h_t$",
+        "prob": "$p_t$ = softmax($W h_t + b$), scored against $x_{t+1}$",
+    }
+    for row, text in notes.items():
+        ax.text(right + 0.75, rows[row], text, va="center", fontsize=9)
+    ax.text(right + 0.75, rows["prob"] + 0.9, "targets: the input shifted by one", va="center", fontsize=9)
+    ax.text(right + 0.75, -0.9, "inputs (teacher forcing: the true tokens)", va="center", fontsize=9)
+    ax.set(xlim=(-gap + 0.1, right + 4.4), ylim=(-1.3, rows["prob"] + 1.25))
+    ax.set_title(f"an LSTM unrolled over {steps} steps: one cell, the same weights at every step")
+    ax.set_axis_off()
+    return ax
+
+
+#: The quantities :func:`lstm_trace` returns, in PyTorch's gate order, then the two states.
+TRACE_NAMES = (
+    "input gate i",
+    "forget gate f",
+    "candidate g",
+    "output gate o",
+    "cell state c",
+    "hidden state h",
+)
+
+
+@torch.no_grad()
+def lstm_trace(lstm: nn.LSTM, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Run a one-layer, batch-first ``nn.LSTM`` step by step from zero states, keeping every gate.
+
+    The same equations as ``nn.LSTM`` (its documentation; the rows of ``weight_ih_l0`` are
+    the gates ``i, f, g, o`` stacked):
+    ``i, f, o = sigmoid(...)``, ``g = tanh(...)``, ``c_t = f * c_{t-1} + i * g``,
+    ``h_t = o * tanh(c_t)``.
+
+    Args:
+        lstm: ``nn.LSTM`` with ``num_layers=1``, ``batch_first=True``, one direction.
+        x: ``(B, T, D)`` inputs (e.g. embeddings).
+
+    Returns:
+        ``{name: (B, T, H)}`` for every name of :data:`TRACE_NAMES`.
+    """
+    if lstm.num_layers != 1 or lstm.bidirectional or not lstm.batch_first or lstm.proj_size:
+        raise ValueError("expected a one-layer, one-direction nn.LSTM with batch_first=True")
+    if x.ndim != 3 or x.shape[-1] != lstm.input_size:
+        raise ValueError(f"expected x of shape (B, T, D) with D={lstm.input_size}, got {tuple(x.shape)}")
+    b, t, _ = x.shape
+    h = x.new_zeros(b, lstm.hidden_size)  # (B, H)
+    c = x.new_zeros(b, lstm.hidden_size)
+    bias = 0.0
+    if lstm.bias:
+        bias = lstm.bias_ih_l0 + lstm.bias_hh_l0  # (4H,)
+    steps: dict[str, list[torch.Tensor]] = {name: [] for name in TRACE_NAMES}
+    for step in range(t):
+        z = x[:, step] @ lstm.weight_ih_l0.T + h @ lstm.weight_hh_l0.T + bias  # (B, D) @ (D, 4H) -> (B, 4H)
+        i, f, g, o = z.chunk(4, dim=1)  # 4 x (B, H), PyTorch's order
+        i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+        for name, value in zip(TRACE_NAMES, (i, f, g, o, c, h), strict=True):
+            steps[name].append(value)
+    return {name: torch.stack(values, dim=1) for name, values in steps.items()}  # (B, T, H)
+
+
+def _check_model(model: nn.Module) -> None:
+    for part, kind in (("embedding", nn.Embedding), ("rnn", nn.LSTM), ("fc", nn.Linear)):
+        if not isinstance(getattr(model, part, None), kind):
+            raise TypeError(f"expected a model with .{part} an nn.{kind.__name__}, as in notebook 06")
+
+
+def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, max_temperature: float = 3.0):
+    """Step through a sequence: the LSTM's gates and states, and the next-token distribution.
+
+    Left: one quantity of :data:`TRACE_NAMES` for every hidden unit (rows) and step
+    (columns), the current step outlined. Right: the probabilities of the next token after the
+    current step, ``softmax(logits / temperature)``, the true next token marked.
+
+    Args:
+        model: a next-token model with ``embedding`` (``nn.Embedding``), ``rnn`` (one-layer,
+            batch-first ``nn.LSTM``) and ``fc`` (``nn.Linear(H, V)``), as in notebook 06.
+        vocab: its vocabulary; each sequence is read as ``<sos>`` + its symbols + ``<eos>``.
+        sequences: the sequences offered by the first slider; the step slider ends at the
+            chosen sequence's last step.
+        max_temperature: the largest temperature on the slider.
+
+    Returns:
+        An ``ipywidgets.VBox``.
+    """
+    import ipywidgets as widgets
+
+    _check_model(model)
+    if not sequences:
+        raise ValueError("expected at least one sequence, got none")
+    traces, logits, labels, all_ids = [], [], [], []
+    for text in sequences:  # computed once: moving a slider only redraws
+        ids = torch.tensor([vocab.encode(text, sos=True, eos=True)])  # (1, T+1)
+        with torch.no_grad():
+            embedded = model.embedding(ids[:, :-1])  # (1, T, D): teacher forcing reads all but the last
+            trace = lstm_trace(model.rnn, embedded)
+            logits.append(model.fc(trace["hidden state h"])[0])  # (T, H) -> (T, V)
+        traces.append({name: value[0] for name, value in trace.items()})  # (T, H) each
+        labels.append(vocab.tokens(ids[0]))
+        all_ids.append(ids[0].tolist())
+    symbols = vocab.tokens(range(len(vocab)))
+
+    def draw(example: int, step: int, quantity: str, temperature: float) -> None:
+        tokens = labels[example]
+        t = min(step, len(tokens) - 2)  # a shorter sequence stops at its last step
+        values = traces[example][quantity].T  # (H, T)
+        fig, (left, right) = plt.subplots(
+            1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1.1, 1]}, constrained_layout=True
+        )
+        signed = quantity in ("candidate g", "cell state c", "hidden state h")
+        lim = max(1.0, float(values.abs().max())) if quantity == "cell state c" else 1.0
+        image = left.imshow(
+            values.numpy(),
+            aspect="auto",
+            cmap="PuOr" if signed else CMAP,
+            vmin=-lim if signed else 0.0,
+            vmax=lim,
+        )
+        left.add_patch(plt.Rectangle((t - 0.5, -0.5), 1, values.shape[0], fill=False, ec="black", lw=2))
+        left.set_xticks(range(values.shape[1]), tokens[:-1])
+        left.set(xlabel="input token (step)", ylabel="hidden unit", title=f"{quantity}, every step")
+        fig.colorbar(image, ax=left, shrink=0.8)
+        probs = torch.softmax(logits[example][t] / temperature, dim=-1)  # (V,)
+        gold = all_ids[example][t + 1]
+        colours = ["#fde725" if i == gold else "#21918c" for i in range(len(symbols))]
+        right.bar(range(len(symbols)), probs.numpy(), color=colours)
+        right.set_xticks(range(len(symbols)), symbols, rotation=90)
+        right.set_ylim(0, 1)
+        right.set(xlabel="next token (yellow: the true one)", ylabel="probability")
+        right.set_title(f"after {tokens[t]!r} (step {t + 1}), temperature {temperature:.2f}")
+        fig.suptitle("".join(tokens[1:-1]))
+
+    def last_step(example: int) -> int:
+        return len(labels[example]) - 2  # steps read <sos> and the symbols, not <eos>
+
+    example = widgets.IntSlider(value=0, min=0, max=len(sequences) - 1, description="sequence")
+    step = widgets.IntSlider(value=min(2, last_step(0)), min=0, max=last_step(0), description="step")
+
+    # The step slider ends at the sequence's last step (a step past it would draw nothing new).
+    # Registered before the explorer's redraw, so that the redraw sees the clamped step.
+    def fit_step(change: dict) -> None:
+        step.max = last_step(change["new"])
+
+    example.observe(fit_step, names="value")
+    return explorer(
+        draw,
+        example=example,
+        step=step,
+        quantity=widgets.Dropdown(options=list(TRACE_NAMES), value="cell state c", description="show"),
+        temperature=widgets.FloatSlider(
+            value=1.0,
+            min=0.1,
+            max=max_temperature,
+            step=0.1,
+            description="temperature",
+            continuous_update=True,
+        ),
+    )

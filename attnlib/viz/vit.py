@@ -1,0 +1,278 @@
+"""Patches, the class token's attention and occlusion: the figures and explorer of notebook 14.
+
+Shapes: ``Hi``/``Wi`` image side, ``P`` patch side, ``Gh``/``Gw`` patch grid, ``N`` patches,
+``T = N + 1`` tokens (class token first), ``L`` layers, ``H`` heads, ``K`` classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+from ..modes import evaluating
+from ..vit import VisionTransformer, attention_rollout, occlude
+from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
+from .explorers import explorer
+from .heatmaps import CMAP
+
+
+def token_labels(num_patches: int) -> list[str]:
+    """``["cls", "p1", ..., "pN"]``: token ``i`` is patch ``p{i}``, the patches numbered row by row."""
+    return ["cls", *(f"p{i}" for i in range(1, num_patches + 1))]
+
+
+def draw_patch_map(
+    ax: Any,
+    image: torch.Tensor,
+    patch_map: torch.Tensor,
+    *,
+    vmax: float | None = None,
+    labels: bool = True,
+    title: str | None = None,
+) -> Any:
+    """One value per patch, drawn over the image: the map in colour, the digit's ink outlined.
+
+    Args:
+        ax: matplotlib axes.
+        image: ``(Hi, Wi)`` (one channel).
+        patch_map: ``(N,)`` or ``(Gh, Gw)`` values, patches row by row (e.g. the class token's
+            attention to each patch).
+        vmax: top of the colour scale (default: the largest value).
+        labels: write each patch's token label (``p1`` ...) in its corner.
+        title: the axes' title.
+
+    Returns:
+        The ``AxesImage`` of the map (for a colour bar).
+    """
+    img = torch.as_tensor(image).detach().float()
+    if img.ndim != 2:
+        raise ValueError(f"expected image of shape (Hi, Wi), got {tuple(img.shape)}")
+    h, w = img.shape
+    values = torch.as_tensor(patch_map).detach().float().flatten()
+    side = round(values.numel() ** 0.5)
+    if side * side != values.numel() or h % side or w % side:
+        raise ValueError(
+            f"expected a square grid of patches dividing a {h}x{w} image, got {values.numel()} values"
+        )
+    p = h // side
+    grid = values.view(side, side)  # (Gh, Gw)
+    upsampled = grid.repeat_interleave(p, 0).repeat_interleave(p, 1)  # (Gh, Gw) -> (Hi, Wi), nearest
+    shown = ax.imshow(
+        upsampled.numpy(), cmap=CMAP, vmin=0.0, vmax=vmax, extent=(-0.5, w - 0.5, h - 0.5, -0.5)
+    )
+    if float(img.max()) > float(img.min()):
+        level = float(img.min() + 0.5 * (img.max() - img.min()))
+        ax.contour(img.numpy(), levels=[level], colors="white", linewidths=1.8)  # the digit's ink
+    for k in range(1, side):
+        ax.axhline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
+        ax.axvline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
+    if labels:
+        for k in range(side * side):
+            r, c = divmod(k, side)
+            ax.text(c * p - 0.4, r * p - 0.4, f"p{k + 1}", fontsize=6, color="white", va="top", ha="left")
+    ax.set_xticks(range(0, w, p), [str(i) for i in range(0, w, p)])
+    ax.set_yticks(range(0, h, p), [str(i) for i in range(0, h, p)])
+    ax.set_xlabel("pixel column")
+    ax.set_ylabel("pixel row")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return shown
+
+
+def plot_class_attention(image: torch.Tensor, weights: torch.Tensor, *, suptitle: str | None = None):
+    """The class token's attention to every patch: one panel per layer and head, their mean, and rollout.
+
+    Args:
+        image: ``(Hi, Wi)``.
+        weights: ``(L, H, T, T)`` one example's attention weights.
+        suptitle: a title over the figure.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    w = torch.as_tensor(weights).detach().float()
+    if w.ndim != 4:
+        raise ValueError(f"expected weights of shape (L, H, T, T), got {tuple(w.shape)}")
+    n_layers, n_heads = w.shape[:2]
+    rollout = attention_rollout(w)[0, 1:]  # the class token's row, patches only: (N,)
+    panels = [
+        [(w[layer, head, 0, 1:], f"layer {layer}, head {head}") for head in range(n_heads)]
+        + [(w[layer, :, 0, 1:].mean(0), f"layer {layer}, mean of heads")]
+        for layer in range(n_layers)
+    ]
+    cols = n_heads + 1
+    fig, axes = plt.subplots(
+        n_layers + 1,
+        cols,
+        figsize=(2.3 * cols + 1, 2.3 * (n_layers + 1)),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    vmax = float(max(m.max() for row in panels for m, _ in row))
+    image_ = None
+    for layer, row in enumerate(panels):
+        for j, (values, title) in enumerate(row):
+            image_ = draw_patch_map(
+                axes[layer][j], image, values, vmax=vmax, labels=layer == 0 and j == 0, title=title
+            )
+    last = axes[n_layers]
+    last[0].imshow(torch.as_tensor(image).numpy(), cmap="gray_r")
+    last[0].set(title="the image", xlabel="pixel column", ylabel="pixel row")
+    rolled = draw_patch_map(last[1], image, rollout, title="rollout (all layers)")
+    fig.colorbar(rolled, ax=last[1], shrink=0.8, label="rollout weight")
+    for ax in last[2:]:
+        ax.axis("off")
+    fig.colorbar(image_, ax=axes[:n_layers], shrink=0.8, label="class token's attention weight")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def vit_diagram(num_patches_side: int = 2, *, ax: Any = None) -> Any:
+    """Image -> patches -> tokens (+ class token, + positions) -> blocks -> head, as a schematic.
+
+    Args:
+        num_patches_side: patches per side drawn (the model of notebook 14 has 4; 2 keeps it legible).
+        ax: axes to draw on; a new figure if None.
+
+    Returns:
+        The axes.
+    """
+    g = num_patches_side
+    n = g * g
+    ax = axes_or_new(ax, (13, 4.2))
+    # The image and its patch grid.
+    ax.add_patch(Rectangle((-0.2, 1.2), 2.0, 2.0, fc="#f0f0f0", ec="black"))
+    for k in range(1, g):
+        ax.plot([-0.2 + 2.0 * k / g] * 2, [1.2, 3.2], color="black", lw=0.8)
+        ax.plot([-0.2, 1.8], [1.2 + 2.0 * k / g] * 2, color="black", lw=0.8)
+    for k in range(n):
+        r, c = divmod(k, g)
+        ax.text(-0.2 + 2.0 * (c + 0.5) / g, 3.2 - 2.0 * (r + 0.5) / g, f"p{k + 1}", ha="center", va="center")
+    ax.text(0.8, 0.9, "image (C, Hi, Wi)\ncut into P x P patches", ha="center", va="top", fontsize=9)
+    # Tokens: class token first, then one per patch; each gets its position embedding.
+    x0, dx = 3.3, 1.1
+    box(ax, x0, 3.6, "cls", CONTEXT, width=0.9)
+    for k in range(n):
+        x = x0 + dx * (k + 1)
+        box(ax, x, 3.6, f"p{k + 1}", QUERY, width=0.9)
+        box(ax, x, 2.5, "Linear", ENCODER, width=0.9)
+        arrow(ax, (x, 2.8), (x, 3.3))
+    arrow(ax, (1.9, 2.2), (x0 + dx - 0.5, 2.5))
+    ax.text(
+        x0 + dx * (n + 1) / 2,
+        1.9,
+        "flatten each patch (C*P*P numbers),\none shared Linear to D",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
+    for k in range(n + 1):
+        ax.text(x0 + dx * k, 4.05, f"+ pos{k}", ha="center", fontsize=9, color=WEIGHT)
+    ax.text(
+        x0 + dx * n / 2, 4.45, "learned position embeddings, added", ha="center", fontsize=9, color=WEIGHT
+    )
+    # Blocks and head.
+    last = x0 + dx * n
+    bx = last + 1.9
+    arrow(ax, (last + 0.5, 3.6), (bx - 1.0, 3.6))
+    box(ax, bx, 3.6, "L x block", ENCODER, width=1.8)
+    ax.text(bx, 3.1, "LayerNorm -> attention -> +\nLayerNorm -> MLP -> +", ha="center", va="top", fontsize=9)
+    arrow(ax, (bx + 0.95, 3.6), (bx + 1.35, 3.6))
+    box(ax, bx + 2.1, 3.6, "LayerNorm", ENCODER, width=1.4)
+    arrow(ax, (bx + 2.85, 3.6), (bx + 3.25, 3.6))
+    box(ax, bx + 4.1, 3.6, "head", DECODER, width=1.4)
+    ax.text(bx + 4.1, 3.1, "reads the cls token\nonly: K class logits", ha="center", va="top", fontsize=9)
+    ax.set_xlim(-0.5, bx + 5.0)
+    ax.set_ylim(0.2, 4.8)
+    ax.axis("off")
+    ax.set_title("A vision transformer: an image becomes a sequence of patch tokens")
+    return ax
+
+
+def vit_explorer(
+    model: VisionTransformer,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    background: float = 0.0,
+):
+    """Pick an image, a map (rollout, or a layer and head) and, optionally, a patch to occlude.
+
+    Every redraw runs the model in eval mode (no dropout) and then gives it back its own mode.
+    Left: the image (the occluded patch blanked). Middle: the chosen map of the class token's
+    attention over the patches, on the image as the model sees it. Right: the predicted
+    probabilities, before and after occluding.
+
+    Args:
+        model: a trained :class:`~attnlib.vit.VisionTransformer` (one channel).
+        images: ``(B, 1, Hi, Wi)`` images to choose from.
+        labels: ``(B,)`` their true classes.
+        background: the value an occluded patch gets.
+    """
+    import ipywidgets as widgets
+
+    if images.ndim != 4 or images.shape[1] != 1 or len(labels) != len(images):
+        raise ValueError(
+            f"expected images (B, 1, Hi, Wi) and labels (B,), "
+            f"got {tuple(images.shape)} and {tuple(labels.shape)}"
+        )
+    n_layers, n_heads = len(model.blocks), model.blocks[0].attn.num_heads
+    p, n = model.patch_embed.patch_size, model.num_patches
+
+    def draw(example: int, shown: tuple[int, int], occluded: int) -> None:
+        image = images[example : example + 1]  # (1, 1, Hi, Wi)
+        seen = image if occluded < 0 else occlude(image, occluded, p, background)
+        with evaluating(model), torch.no_grad():
+            before = torch.softmax(model(image), -1)[0]  # (K,)
+            after = torch.softmax(model(seen), -1)[0]
+            weights = model.attention_weights()[0]  # of `seen`: (L, H, T, T)
+        layer, head = shown
+        if layer < 0:
+            values, what = attention_rollout(weights)[0, 1:], "rollout"
+        elif head < 0:
+            values, what = weights[layer, :, 0, 1:].mean(0), f"layer {layer}, mean of heads"
+        else:
+            values, what = weights[layer, head, 0, 1:], f"layer {layer}, head {head}"
+        fig, (a1, a2, a3) = plt.subplots(
+            1, 3, figsize=(12, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.2, 1.6]}
+        )
+        a1.imshow(seen[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=float(images.max()))
+        a1.set(
+            title="input" + ("" if occluded < 0 else f" (p{occluded + 1} occluded)"), xlabel="pixel column"
+        )
+        a1.set_ylabel("pixel row")
+        bar = draw_patch_map(a2, seen[0, 0], values, title=f"class token: {what}")
+        fig.colorbar(bar, ax=a2, shrink=0.8, label="weight")
+        k = torch.arange(len(before))
+        a3.bar(k - 0.2, before.numpy(), width=0.4, color="#3b528b", label="original")
+        a3.bar(
+            k + 0.2,
+            after.numpy(),
+            width=0.4,
+            color="#5ec962",
+            label="occluded" if occluded >= 0 else "(same)",
+        )
+        a3.set(xticks=k.tolist(), xlabel="class (digit)", ylabel="probability", ylim=(0, 1.05))
+        a3.legend(fontsize=8, loc="upper left")
+        truth = int(labels[example])
+        a3.set_title(
+            f"true {truth}: p = {before[truth]:.3f} -> {after[truth]:.3f}; predicted {int(after.argmax())}",
+            fontsize=9,
+        )
+        fig.suptitle(f"test image {example}")
+
+    maps = [("rollout", (-1, -1))]
+    for layer in range(n_layers):
+        maps.append((f"layer {layer}, mean of heads", (layer, -1)))
+        maps += [(f"layer {layer}, head {head}", (layer, head)) for head in range(n_heads)]
+    patches = [("none", -1)] + [(f"p{k + 1}", k) for k in range(n)]
+    return explorer(
+        draw,
+        example=widgets.IntSlider(value=0, min=0, max=len(images) - 1, description="image"),
+        shown=widgets.Dropdown(options=maps, value=(-1, -1), description="map"),
+        occluded=widgets.Dropdown(options=patches, value=-1, description="occlude"),
+    )
