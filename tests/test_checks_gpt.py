@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlib import check
-from attnlib.efficient import kv_cache_bytes
-from attnlib.gpt import GPT, cached_attention
+from attnlib import GPT, cached_attention, check, kv_cache_bytes
 from tests.student_answers import assert_todo_then_error
 
 

@@ -2,23 +2,72 @@
 
 Each check runs the student's code on several cases against attnlib's reference and returns
 a :class:`Verdict` that says which case failed, expected vs got, and a hint aimed at the
-typical mistake. Topic modules: ``attention`` (notebooks 01-02), ``masking`` (03),
-``dropout`` (04), ``heads`` (05), ``sequences`` (06), ``seq2seq`` (07-09), ``transformer``
-(10-11), ``gpt`` (12), ``efficient`` (13), ``vit`` (14).
+typical mistake. One module per notebook, named after it: ``dot_product_attention`` (01),
+``trainable_weights`` (02), ``masking`` (03), ``dropout`` (04), ``multi_head_attention`` (05),
+``sequence_models`` (06), ``seq2seq_without_attention`` (07), ``bahdanau_attention`` (08),
+``luong_attention`` (09), ``transformer_blocks`` (10), ``transformer`` (11), ``gpt`` (12),
+``efficient_attention`` (13), ``vision_transformer`` (14); the machinery they share is in
+``_core`` (and ``_modules`` for the "build an nn.Module" exercises).
+
+The topic modules of 0.1 (``attention``, ``heads``, ``sequences``, ``seq2seq``, ``efficient``,
+``vit``) are deprecated aliases until 0.3.0, imported only when asked for.
 """
 
-from . import attention, dropout, efficient, gpt, heads, masking, seq2seq, sequences, transformer, vit
+import importlib
+
+from . import (
+    bahdanau_attention,
+    dot_product_attention,
+    dropout,
+    efficient_attention,
+    gpt,
+    luong_attention,
+    masking,
+    multi_head_attention,
+    seq2seq_without_attention,
+    sequence_models,
+    trainable_weights,
+    transformer,
+    transformer_blocks,
+    vision_transformer,
+)
 from ._core import Case, Mistake, Verdict, check_answer, run_check
-from .attention import *  # noqa: F403
+from .bahdanau_attention import *  # noqa: F403
+from .dot_product_attention import *  # noqa: F403
 from .dropout import *  # noqa: F403
-from .efficient import *  # noqa: F403
+from .efficient_attention import *  # noqa: F403
 from .gpt import *  # noqa: F403
-from .heads import *  # noqa: F403
+from .luong_attention import *  # noqa: F403
 from .masking import *  # noqa: F403
-from .seq2seq import *  # noqa: F403
-from .sequences import *  # noqa: F403
+from .multi_head_attention import *  # noqa: F403
+from .seq2seq_without_attention import *  # noqa: F403
+from .sequence_models import *  # noqa: F403
+from .trainable_weights import *  # noqa: F403
 from .transformer import *  # noqa: F403
-from .vit import *  # noqa: F403
+from .transformer_blocks import *  # noqa: F403
+from .vision_transformer import *  # noqa: F403
+
+_NOTEBOOKS = (
+    dot_product_attention,
+    trainable_weights,
+    masking,
+    dropout,
+    multi_head_attention,
+    sequence_models,
+    seq2seq_without_attention,
+    bahdanau_attention,
+    luong_attention,
+    transformer_blocks,
+    transformer,
+    gpt,
+    efficient_attention,
+    vision_transformer,
+)
+
+#: The topic modules of 0.1, now deprecated aliases: ``check.heads`` imports (and warns) only when used.
+_ALIASES = ("attention", "efficient", "heads", "seq2seq", "sequences", "vit")
+# The alias's warning then points past this package's __getattr__, at the line that asked for it.
+__deprecated_alias__ = True
 
 __all__ = [
     "Case",
@@ -26,14 +75,11 @@ __all__ = [
     "Verdict",
     "check_answer",
     "run_check",
-    *attention.__all__,
-    *dropout.__all__,
-    *heads.__all__,
-    *masking.__all__,
-    *sequences.__all__,
-    *seq2seq.__all__,
-    *transformer.__all__,
-    *gpt.__all__,
-    *efficient.__all__,
-    *vit.__all__,
+    *(name for module in _NOTEBOOKS for name in module.__all__),
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in _ALIASES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

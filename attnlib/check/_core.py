@@ -3,6 +3,12 @@ compare with the reference, and say in plain words what is right and what is wro
 
 A check never ends in a bare traceback. It returns a :class:`Verdict`, whose text is shown
 when it is the last expression of a cell and which is truthy only when every case passed.
+
+Shared here, once for every notebook's checks: :func:`run_check` (a function on cases),
+:func:`check_answer` and :func:`combined` (predictions), :func:`raised` (the one way a
+student's exception becomes a verdict), :func:`seeded` (random draws that leave the student's
+seed alone) and the dtype rule (:func:`dtype_kind`, :func:`as_numbers`,
+:func:`require_integer_ids`). The "build an nn.Module" exercises add :mod:`._modules`.
 """
 
 from __future__ import annotations
@@ -91,12 +97,65 @@ def _describe(x: Any) -> str:
     return f"{type(x).__name__} {x!r}"[:120]
 
 
+def randn(*shape: int, seed: int) -> torch.Tensor:
+    """Deterministic inputs that do not touch the global random state."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def numbered(*shape: int) -> torch.Tensor:
+    """A float tensor whose entries are their own flat index: 0., 1., 2., ... (a value taken from
+    the wrong place then reads as a wrong index)."""
+    return torch.arange(torch.Size(shape).numel(), dtype=torch.float32).view(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# The dtype rule, the same for every check: a mask is bool (True = may attend) and must come back
+# bool; token ids must be integers; every other number is compared by value, whatever its dtype.
+# ---------------------------------------------------------------------------------------------
+
+NOT_BOOL = "the mask must be boolean (dtype torch.bool), not 0/1 numbers"
+
+
+def dtype_kind(x: torch.Tensor) -> str:
+    """``"bool"``, ``"integer"`` or ``"floating"``: the dtype distinctions the checks care about."""
+    if x.dtype == torch.bool:
+        return "bool"
+    return "floating" if x.is_floating_point() or x.is_complex() else "integer"
+
+
+def as_numbers(reference: Callable[..., torch.Tensor], fix: str = "") -> Mistake:
+    """The typical slip of a mask returned as 0/1 numbers: ``reference``'s mask as floats.
+
+    One mistake covers floats and integers alike, since :func:`same` compares numbers by value.
+    ``fix`` ends the hint (``"add `.bool()`"``).
+    """
+    return Mistake(NOT_BOOL + (f": {fix}" if fix else ""), lambda *args: reference(*args).float())
+
+
+def require_integer_ids(verdict: Verdict, title: str, student: Callable[..., Any], case: Case) -> Verdict:
+    """A passed ``verdict`` fails after all when ``student`` returns token ids that are not integers.
+
+    :func:`same` compares values only; token ids must also *be* integers (``nn.Embedding`` needs them).
+    """
+    if not verdict:
+        return verdict
+    got = case.call(student)
+    if dtype_kind(got) != "integer":
+        return Verdict(
+            False,
+            f"{FAIL} {title}: the values are right, but the dtype is {got.dtype}.\n"
+            "   hint: token ids must be integers for nn.Embedding: build the tensor with "
+            "`dtype=torch.long` (torch.zeros and torch.ones make floats)",
+        )
+    return verdict
+
+
 def same(got: Any, expected: Any, atol: float = 1e-4) -> bool:
-    """Equal values (tensors: same shape and dtype kind, close values; others: ``==``)."""
+    """Equal values (tensors: same shape and, for masks, both bool; close values; others: ``==``)."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
             return False
-        if expected.dtype == torch.bool or got.dtype == torch.bool:
+        if "bool" in (dtype_kind(expected), dtype_kind(got)):
             return got.dtype == expected.dtype and bool((got == expected).all())
         got_f, exp_f = got.detach().double(), expected.detach().double()
         both_nan = got_f.isnan() & exp_f.isnan()
@@ -113,7 +172,7 @@ def same(got: Any, expected: Any, atol: float = 1e-4) -> bool:
 
 
 def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
-    if got.dtype == torch.bool or expected.dtype == torch.bool:
+    if "bool" in (dtype_kind(expected), dtype_kind(got)):
         if got.dtype != expected.dtype:
             return f"expected dtype {expected.dtype}, got {got.dtype}"
         where = (got != expected).nonzero()
@@ -125,6 +184,52 @@ def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
     e, g = expected[idx].item(), got[idx].item()
     fmt = (lambda v: f"{v:.4f}") if isinstance(e, float) else repr
     return f"first difference at index {idx}: expected {fmt(e)}, got {fmt(g)}"
+
+
+def not_yet(title: str, *, each: bool = False) -> Verdict:
+    """The verdict for code not written yet (it raises ``NotImplementedError``)."""
+    which = "each " if each else ""
+    return Verdict(
+        False,
+        f"{TODO} {title}: not yet. Replace {which}`raise NotImplementedError` with your code, "
+        "then run this check again.",
+        "todo",
+    )
+
+
+def _student_line(exc: BaseException) -> str:
+    """``(in line N: `code`)`` for the last line of the student's own code in the traceback, or ``""``."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
+    if not frames or not frames[-1].line:
+        return ""
+    return f"\n   (in line {frames[-1].lineno}: `{frames[-1].line.strip()}`)"
+
+
+#: What torch says when a submodule is assigned before ``super().__init__()`` ran.
+BEFORE_SUPER_INIT = "before Module.__init__() call"
+
+
+def raised(title: str, exc: BaseException, who: str, *, each: bool = False, super_hint: str = "") -> Verdict:
+    """THE way a student's exception becomes a verdict, for every check.
+
+    ``NotImplementedError`` means "not written yet" (status ``"todo"``); anything else is reported
+    in words (status ``"error"``): the exception's type and message and the student's own line
+    that raised it, never a traceback.
+
+    Args:
+        title: the exercise's name.
+        exc: what the student's code raised.
+        who: what raised, as the message names it right after the title, e.g.
+            ``", case 2/4 (B=2): your code"`` or ``": `MyLayer(8, 2, 16, 0.1)`"``.
+        each: the stub has several ``raise NotImplementedError`` (a class with several methods).
+        super_hint: the hint when torch complains that a submodule came before ``super().__init__()``.
+    """
+    if isinstance(exc, NotImplementedError):
+        return not_yet(title, each=each)
+    text = f"{FAIL} {title}{who} raised {type(exc).__name__}: {exc}{_student_line(exc)}"
+    if super_hint and BEFORE_SUPER_INIT in str(exc):
+        text += f"\n   hint: {super_hint}"
+    return Verdict(False, text, "error")
 
 
 def run_check(
@@ -156,25 +261,8 @@ def run_check(
         where = f"case {i}/{len(cases)} ({case.name})"
         try:
             got = case.call(student)
-        except NotImplementedError:
-            return Verdict(
-                False,
-                f"{TODO} {title}: not yet. Replace `raise NotImplementedError` with your code, "
-                "then run this check again.",
-                "todo",
-            )
         except Exception as exc:  # the student's bug, reported in words
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
-            where_in_code = (
-                f"\n   (in line {frames[-1].lineno}: `{frames[-1].line.strip()}`)"
-                if frames and frames[-1].line
-                else ""
-            )
-            return Verdict(
-                False,
-                f"{FAIL} {title}, {where}: your code raised {type(exc).__name__}: {exc}{where_in_code}",
-                "error",
-            )
+            return raised(title, exc, f", {where}: your code")
         expected = case.call(reference)
         if same(got, expected, atol):
             continue
@@ -213,3 +301,79 @@ def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol
         return Verdict(True, f"{PASS} {title}: right, it is {expected!r}.", "pass")
     text = f"{FAIL} {title}: you predicted {answer!r}; that is not it."
     return Verdict(False, text + (f"\n   hint: {hint}" if hint else ""))
+
+
+def whole_number(answer: Any) -> int | None:
+    """``answer`` as an ``int`` when it is a whole number (``12`` or ``12.0``, not ``True``), else None."""
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and float(answer).is_integer():
+        return int(answer)
+    return None
+
+
+def slips(variant: Callable[..., Any], table: Sequence[tuple[str, dict[str, Any]]]) -> list[Mistake]:
+    """One :class:`Mistake` per ``(hint, knobs)`` of ``table``: the slip is ``variant(*args, **knobs)``.
+
+    For checks whose reference is written with a knob per typical slip (all knobs at their
+    default give the right answer).
+    """
+    return [Mistake(hint, lambda *args, k=knobs: variant(*args, **k)) for hint, knobs in table]
+
+
+def run_check_parts(
+    title: str,
+    student: Callable[..., Any],
+    reference: Callable[..., Any],
+    cases: Sequence[Case],
+    mistakes: dict[int, Sequence[Mistake]],
+    count: int,
+) -> Verdict:
+    """:func:`run_check` for a function with ``count`` results, one result at a time.
+
+    ``mistakes`` maps a result's index to its typical mistakes; the results are checked in the
+    order of its keys and the first that fails is reported, so that each gets its own hints.
+    """
+    verdict = Verdict(False, "")
+    for index, part_mistakes in mistakes.items():
+        verdict = run_check(
+            title,
+            result_part(student, index, count),
+            result_part(reference, index, count),
+            cases,
+            part_mistakes,
+        )
+        if not verdict:
+            return verdict
+    return verdict
+
+
+def result_part(fn: Callable[..., Any], index: int, count: int) -> Callable[..., Any]:
+    """``fn``'s result number ``index`` when it returns ``count`` things, else its whole result.
+
+    Checks a function with several results one result at a time, so that each gets its own hints.
+    """
+
+    def part(*args: Any) -> Any:
+        out = fn(*args)
+        return out[index] if isinstance(out, (tuple, list)) and len(out) == count else out
+
+    return part
+
+
+def predictions_not_yet(title: str) -> Verdict:
+    """The verdict for a prediction in several parts with a ``...`` still in it."""
+    return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
+
+
+def combined(title: str, parts: Sequence[Verdict], right: str, *notes: str) -> Verdict:
+    """One verdict for a prediction in several parts, each already checked with :func:`check_answer`.
+
+    Args:
+        title: the exercise's name.
+        parts: one verdict per part.
+        right: the message when every part passes (after the title).
+        *notes: lines added at the end when a part fails.
+    """
+    if all(parts):
+        return Verdict(True, f"{PASS} {title}: {right}", "pass")
+    lines = [f"{FAIL} {title}:"] + ["   " + p.message.replace("\n", "\n   ") for p in parts if not p]
+    return Verdict(False, "\n".join([*lines, *notes]))

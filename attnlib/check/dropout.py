@@ -14,9 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..functional import attention_scores, masked_softmax
-from ..masks import causal_mask
-from ._core import PASS, TODO, Case, Mistake, Verdict, check_answer, run_check
+from .. import attention_scores, causal_mask, masked_softmax
+from ._core import PASS, Case, Mistake, Verdict, check_answer, predictions_not_yet, run_check
 
 __all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sums"]
 
@@ -159,7 +158,7 @@ def dropout_row_sums(eval_row_sum: object, expected_train_row_sum: object) -> Ve
         ),
     ]
     if all(v.status == "todo" for v in parts):
-        return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
+        return predictions_not_yet(title)
     if all(parts):
         return Verdict(
             True,

@@ -2,9 +2,9 @@
 
 Shapes: ``B`` batch, ``H`` heads, ``T`` cached positions, ``Dh`` head width, ``V`` vocabulary.
 
-The references are attnlib's own: :func:`attnlib.gpt.next_token_probs`, the cached step of
-:func:`attnlib.gpt.cached_attention` (append, then attend with
-:func:`attnlib.functional.scaled_dot_product_attention`) and :func:`attnlib.efficient.kv_cache_bytes`.
+The references are attnlib's own: :func:`attnlib.sampling.next_token_probs`, the cached step of
+:func:`attnlib.kv_cache.cached_attention` (append, then attend with
+:func:`attnlib.functional.scaled_dot_product_attention`) and :func:`attnlib.memory.kv_cache_bytes`.
 Inputs come from local ``torch.Generator`` s, so a check never moves the global seed.
 """
 
@@ -14,10 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..efficient import kv_cache_bytes
-from ..functional import scaled_dot_product_attention
-from ..gpt import next_token_probs
-from ._core import FAIL, PASS, TODO, Case, Mistake, Verdict, run_check, same
+from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
+from ._core import FAIL, PASS, Case, Mistake, Verdict, check_answer, run_check, same
 
 __all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs"]
 
@@ -51,7 +49,7 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 
     ``softmax(top_k(logits) / temperature)`` over the last axis, with ``temperature > 0`` and
     ``top_k`` None (every token) or the number of most likely tokens kept, as
-    :func:`attnlib.gpt.next_token_probs`.
+    :func:`attnlib.sampling.next_token_probs`.
     """
     cases = [
         _probs_case("one row of V=6 logits, T=1, top_k=None", (6,), 1.0, None, seed=121),
@@ -209,7 +207,7 @@ def kv_cache_memory(answer: object) -> Verdict:
         bytes_per_value=c["bytes"],
     )
     if answer is ...:
-        return Verdict(False, f"{TODO} {title}: not yet. Replace `...` with your prediction.", "todo")
+        return check_answer(title, answer, n)  # the "not yet" of every prediction
     if same(answer, float(n), atol=0.5):
         return Verdict(
             True,

@@ -6,8 +6,9 @@ Masks follow attnlib's convention: boolean, True = may attend (as in
 ``torch.nn.functional.scaled_dot_product_attention``). The hints recognise the usual slips:
 the opposite convention, a window one key too wide or too narrow, a mask that lets a token see
 the future, ``&`` where ``|`` is meant, 0/1 floats instead of booleans, a shape that does not
-broadcast over heads, and NaN left in a fully masked row.
-See :mod:`attnlib.check._core`.
+broadcast over heads, and NaN left in a fully masked row. The references are attnlib's own masks
+(:func:`attnlib.sliding_window_mask`, :func:`attnlib.causal_mask`, :func:`attnlib.length_mask`) and
+:func:`attnlib.masked_softmax`. See :mod:`attnlib.check._core`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from collections.abc import Callable
 
 import torch
 
-from ..functional import masked_softmax
-from ..masks import causal_mask as _causal_mask
-from ._core import Case, Mistake, Verdict, run_check
+from .. import causal_mask as _causal_mask
+from .. import length_mask, masked_softmax
+from .. import sliding_window_mask as _sliding_window_mask
+from ._core import Case, Mistake, Verdict, as_numbers, run_check
 
 __all__ = ["masked_softmax_safe", "prefix_lm_mask", "sliding_window_mask"]
 
@@ -27,11 +29,6 @@ def _positions(t: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Query positions ``(T, 1)`` and key positions ``(1, T)``, broadcasting to every pair."""
     pos = torch.arange(t)
     return pos[:, None], pos[None, :]
-
-
-def _sliding_window_mask(t: int, window: int) -> torch.Tensor:
-    i, j = _positions(t)
-    return (j <= i) & (j > i - window)  # (T, T): the query itself and the window - 1 keys before it
 
 
 def _window_mistake(condition: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> Callable:
@@ -94,14 +91,7 @@ def sliding_window_mask(student_fn: Callable[[int, int], torch.Tensor]) -> Verdi
             "diagonal; your band lies above it",
             lambda t, w: _sliding_window_mask(t, w).T,
         ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `.bool()`",
-            lambda t, w: _sliding_window_mask(t, w).float(),
-        ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: add `.bool()`",
-            lambda t, w: _sliding_window_mask(t, w).long(),
-        ),
+        as_numbers(_sliding_window_mask, "add `.bool()`"),
     ]
     return run_check(
         "Exercise 3.1 — a sliding-window mask", student_fn, _sliding_window_mask, cases, mistakes
@@ -109,13 +99,12 @@ def sliding_window_mask(student_fn: Callable[[int, int], torch.Tensor]) -> Verdi
 
 
 def _prefix_lm_mask(prefix_lengths: torch.Tensor, t: int) -> torch.Tensor:
-    i, j = _positions(t)
-    in_prefix = j < prefix_lengths[:, None]  # (1, T) < (B, 1) -> (B, T): is key j in the prefix?
-    return (j <= i) | in_prefix[:, None, None, :]  # (T, T) | (B, 1, 1, T) -> (B, 1, T, T)
+    # A key is visible when it is at or before the query, or in the sentence's prefix.
+    return _causal_mask(t) | length_mask(prefix_lengths, t)  # (T, T) | (B, 1, 1, T) -> (B, 1, T, T)
 
 
 def _in_prefix(prefix_lengths: torch.Tensor, t: int) -> torch.Tensor:
-    return torch.arange(t)[None, :] < prefix_lengths[:, None]  # (B, T)
+    return length_mask(prefix_lengths, t)[:, 0, 0]  # (B, T): is key j in the prefix?
 
 
 def prefix_lm_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
@@ -164,14 +153,7 @@ def prefix_lm_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> V
             "head axis, (B, 1, T, T)",
             lambda p, t: _prefix_lm_mask(p, t)[:, 0],
         ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
-            lambda p, t: _prefix_lm_mask(p, t).float(),
-        ),
-        Mistake(
-            "the mask must be boolean (dtype torch.bool), not 0/1 numbers: drop the `.float()`/`.int()`",
-            lambda p, t: _prefix_lm_mask(p, t).long(),
-        ),
+        as_numbers(_prefix_lm_mask, "drop the `.float()`/`.int()`"),
     ]
     return run_check("Exercise 3.2 — a prefix-LM mask", student_fn, _prefix_lm_mask, cases, mistakes)
 

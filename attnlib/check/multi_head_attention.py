@@ -1,0 +1,563 @@
+"""Exercise checks for notebook 05 (multi-head attention; see attnlib.check._core).
+
+Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``D`` model width, ``H`` heads,
+``Dh = D / H`` head width.
+
+Inputs are ``torch.arange`` numbers where the layout is the lesson (a wrong value then
+reads as a wrong index) and come from a local ``torch.Generator`` otherwise.
+
+The module exercise (5.5) hands in a class: the check (on the framework of
+:mod:`attnlib.check._modules`) builds it, copies the weights of an ``attnlib.MultiHeadAttention``
+of the same configuration into it, and compares outputs; each typical slip is modelled by
+``_variant``, the reference forward pass with one knob turned. Modules are built under
+:func:`attnlib.check._core.seeded`, so the caller's global seed is untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .. import MultiHeadAttention
+from .. import merge_heads as reference_merge_heads
+from ..evaluation import count_parameters
+from ._core import (
+    FAIL,
+    PASS,
+    Case,
+    Mistake,
+    Verdict,
+    _describe,
+    check_answer,
+    numbered,
+    raised,
+    run_check,
+    seeded,
+    whole_number,
+)
+from ._modules import build, class_problem, dropout_still_on, outputs_differ
+
+__all__ = ["fuse_qkv", "head_qkv_rows", "merge_heads", "mha_parameters", "multihead_module"]
+
+
+def _reference_head_rows(qkv_weight: torch.Tensor, num_heads: int, head: int) -> torch.Tensor:
+    three_d, d_in = qkv_weight.shape
+    head_dim = three_d // 3 // num_heads
+    rows = qkv_weight.view(3, num_heads, head_dim, d_in)  # (3D, Din) -> (3, H, Dh, Din): role, head, row
+    return rows[:, head].reshape(3 * head_dim, d_in)  # (3, Dh, Din) -> (3Dh, Din)
+
+
+def _rows_by_input_width(w: torch.Tensor, h: int, head: int) -> torch.Tensor:
+    d = w.shape[1]  # the slip: D_in taken for D
+    dh = d // h
+    return torch.cat([w[r * d + head * dh : r * d + (head + 1) * dh] for r in range(3)])
+
+
+def head_qkv_rows(student_fn: Callable[[torch.Tensor, int, int], torch.Tensor]) -> Verdict:
+    """Exercise 5.1: ``student_fn(qkv_weight, num_heads, head)``: ``(3D, Din)`` -> ``(3Dh, Din)``.
+
+    ``qkv_weight`` is a fused projection's weight (``Attention.qkv.weight``,
+    ``nn.MultiheadAttention.in_proj_weight``): all query rows, then all key rows, then all
+    value rows. The result holds the rows head ``head`` uses, in the same order: its ``Dh``
+    query rows, then its key rows, then its value rows.
+    """
+    cases = [
+        Case("D=4, Din=4, H=2, head 0", (numbered(12, 4), 2, 0)),
+        Case("D=4, Din=4, H=2, head 1", (numbered(12, 4), 2, 1)),
+        Case("D=8, Din=8, H=4, head 2", (numbered(24, 8), 4, 2)),
+        Case("D=6, Din=3 (D_in differs from D), H=3, head 1", (numbered(18, 3), 3, 1)),
+        Case("one head: H=1", (numbered(12, 2), 1, 0)),
+    ]
+
+    def per_head_blocks(w, h, head):  # rows grouped head by head: q, k, v of head 0, then of head 1, ...
+        dh = w.shape[0] // 3 // h
+        return w.view(h, 3, dh, w.shape[1])[head].reshape(3 * dh, w.shape[1])
+
+    def dealt(w, h, head):
+        dh = w.shape[0] // 3 // h
+        return w.view(3, dh, h, w.shape[1])[:, :, head].reshape(3 * dh, w.shape[1])
+
+    mistakes = [
+        Mistake(
+            "the fused rows are ALL queries, then ALL keys, then ALL values (section 5), not head 0's "
+            "q, k, v, then head 1's: a head's query, key and value rows lie in three separate blocks",
+            per_head_blocks,
+        ),
+        Mistake(
+            "each head owns a contiguous block of Dh rows in each of the three blocks (head 0 the first "
+            "Dh); taking every H-th row deals the rows out to the heads like cards",
+            dealt,
+        ),
+        Mistake(
+            "D, the model width, is qkv_weight.shape[0] // 3; shape[1] is the input width D_in, "
+            "which need not equal D",
+            _rows_by_input_width,
+        ),
+        Mistake(
+            "the head also needs its key and value rows: return its query rows, then its key rows, "
+            "then its value rows",
+            lambda w, h, head: w.view(3, h, -1, w.shape[1])[0, head],
+        ),
+        Mistake(
+            "nn.Linear's weight is (out_features, in_features): a head owns ROWS (output features), "
+            "not columns",
+            lambda w, h, head: w[:, head * (w.shape[1] // h) : (head + 1) * (w.shape[1] // h)],
+        ),
+        Mistake(
+            "return one (3*Dh, D_in) matrix, like qkv.weight itself: concatenate the three pieces, "
+            "do not stack them",
+            lambda w, h, head: w.view(3, h, -1, w.shape[1])[:, head],
+        ),
+    ]
+    return run_check(
+        "Exercise 5.1 — one head out of the fused projection",
+        student_fn,
+        _reference_head_rows,
+        cases,
+        mistakes,
+    )
+
+
+def merge_heads(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
+    """Exercise 5.2: ``student_fn(context)``: ``(B, H, T, Dh)`` -> ``(B, T, D)`` with ``D = H * Dh``.
+
+    The inverse of ``split_heads``: token ``t`` gets head 0's ``Dh`` features, then head 1's, ...
+    """
+    cases = [
+        Case("B=1, H=2, T=3, Dh=2", (numbered(1, 2, 3, 2),)),
+        Case("B=2, H=3, T=4, Dh=2", (numbered(2, 3, 4, 2),)),
+        Case("one head: H=1", (numbered(2, 1, 5, 3),)),
+        Case("one token: T=1", (numbered(1, 4, 1, 2),)),
+    ]
+    mistakes = [
+        Mistake(
+            "reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens: transpose(1, 2) first, so each "
+            "token's heads sit next to each other, then reshape",
+            lambda c: c.reshape(c.shape[0], c.shape[2], c.shape[1] * c.shape[3]),
+        ),
+        Mistake(
+            "the features of head 0 come first, then those of head 1, ...: transpose(1, 2) to (B, T, H, Dh), "
+            "not to (B, T, Dh, H)",
+            lambda c: c.permute(0, 2, 3, 1).reshape(c.shape[0], c.shape[2], c.shape[1] * c.shape[3]),
+        ),
+    ]
+    return run_check("Exercise 5.2 — merge the heads", student_fn, reference_merge_heads, cases, mistakes)
+
+
+def _reference_fuse(w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor) -> torch.Tensor:
+    # nn.Linear weights are (out, in): stacking the outputs means stacking rows.
+    return torch.cat([w_query, w_key, w_value], dim=0)  # 3 x (D, Din) -> (3D, Din)
+
+
+def fuse_qkv(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 5.3: ``student_fn(w_query, w_key, w_value) -> qkv_weight``.
+
+    Each input is an ``nn.Linear`` weight of shape ``(D, Din)``; the result ``(3D, Din)`` is
+    the weight of one ``nn.Linear(Din, 3D)`` whose output is all queries, then all keys,
+    then all values (timm's ``Attention.qkv``).
+    """
+    gen = torch.Generator().manual_seed(6)
+    cases = [
+        Case(f"D={d}, Din={d_in}", tuple(torch.randn(d, d_in, generator=gen) for _ in range(3)))
+        for d, d_in in [(2, 2), (4, 4), (6, 3)]
+    ]
+    mistakes = [
+        Mistake(
+            "nn.Linear stores its weight as (out_features, in_features): the three projections' outputs "
+            "are stacked as rows, so concatenate along dim 0",
+            lambda q, k, v: torch.cat([q, k, v], dim=1),
+        ),
+        Mistake(
+            "torch.stack adds a new axis; qkv.weight is one 2-D matrix (3D, Din): use torch.cat",
+            lambda q, k, v: torch.stack([q, k, v]),
+        ),
+        Mistake(
+            "do not transpose: nn.Linear computes x @ weight.T itself, and qkv.weight has the same "
+            "(out, in) layout as W_query.weight",
+            lambda q, k, v: torch.cat([q.T, k.T, v.T], dim=0),
+        ),
+        Mistake(
+            "this is the transpose of qkv.weight (the (in, out) layout of x @ W); nn.Linear stores "
+            "(out_features, in_features): concatenate the weights themselves along dim 0",
+            lambda q, k, v: torch.cat([q.T, k.T, v.T], dim=1),
+        ),
+        *(
+            Mistake(
+                "the order matters: Attention reads the fused output as queries, then keys, then values",
+                lambda q, k, v, order=order: torch.cat([(q, k, v)[i] for i in order], dim=0),
+            )
+            for order in itertools.permutations(range(3))
+            if order != (0, 1, 2)
+        ),
+    ]
+    return run_check("Exercise 5.3 — fuse q, k, v", student_fn, _reference_fuse, cases, mistakes)
+
+
+#: The module of exercise 5.4: d_in differs from d_out, so each projection's shape matters.
+MHA_CONFIG = {"d_in": 256, "d_out": 512, "context_length": 128, "dropout": 0.1, "num_heads": 8}
+
+
+def mha_parameters(answer: object) -> Verdict:
+    """Exercise 5.4 (prediction): the number of parameters of
+    ``MultiHeadAttention(d_in=256, d_out=512, context_length=128, dropout=0.1, num_heads=8)``.
+    """
+    with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
+        module = MultiHeadAttention(**MHA_CONFIG)
+    expected = count_parameters(module)
+    d_in, d, t, h = (MHA_CONFIG[k] for k in ("d_in", "d_out", "context_length", "num_heads"))
+    hints = {
+        3 * d_in * d: "do not forget out_proj, an nn.Linear(d_out, d_out) after the heads",
+        3 * d_in * d + d * d: "out_proj has a bias (d_out numbers); only W_query, W_key, W_value "
+        "follow qkv_bias=False",
+        expected + 3 * d: "qkv_bias=False: W_query, W_key and W_value have no bias",
+        expected + t * t: "the causal mask is a buffer, not a parameter: it is not trained",
+        h * expected: f"the heads split d_out into {h} slices of {d // h}; they share the projections "
+        "and add no parameters",
+        4 * d * d + d: f"W_query, W_key and W_value map d_in={d_in} inputs to d_out={d} outputs: "
+        f"{d_in} x {d} weights each",
+        3 * d_in * (d // h) + d * d + d: f"each of W_query, W_key, W_value maps to all {d} features "
+        f"({h} heads x {d // h}), not to one head's {d // h}",
+    }
+    generic = "count each nn.Linear(n_in, n_out): n_in * n_out weights, plus n_out biases if it has a bias"
+    return check_answer(
+        "Exercise 5.4 — parameters of MultiHeadAttention",
+        answer,
+        expected,
+        hints.get(whole_number(answer), generic),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 5.5: a whole module, checked by copying attnlib's weights into it
+# ---------------------------------------------------------------------------------------------
+
+_SIGNATURE = "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"
+_TITLE_MODULE = "Exercise 5.5 — a multi-head attention module"
+_DROPOUT_IN_EVAL = "dropout=0.3, eval mode"
+_SUPER_HINT = "call super().__init__() first thing in __init__"
+
+
+def _config(
+    d_in: int, d_out: int, context_length: int, num_heads: int, dropout: float = 0.0, qkv_bias: bool = False
+) -> dict:
+    """The constructor's arguments, by name, in the order of attnlib.MultiHeadAttention's signature."""
+    return {
+        "d_in": d_in,
+        "d_out": d_out,
+        "context_length": context_length,
+        "dropout": dropout,
+        "num_heads": num_heads,
+        "qkv_bias": qkv_bias,
+    }
+
+
+def _module_cases() -> list[Case]:
+    gen = torch.Generator().manual_seed(55)
+    cases = []
+    for name, cfg, b, t, mode in [
+        ("B=2, T=6, D_in=3, D=4, H=2", _config(3, 4, 6, 2), 2, 6, "eval"),
+        ("B=1, T=5 < context_length=8, D_in=4, D=6, H=3", _config(4, 6, 8, 3), 1, 5, "eval"),
+        ("B=3, T=4, D_in=5, D=8, H=4, qkv_bias=True", _config(5, 8, 4, 4, qkv_bias=True), 3, 4, "eval"),
+        ("one head: H=1, T=3 < context_length=6", _config(4, 4, 6, 1), 2, 3, "eval"),
+        ("one token: T=1", _config(3, 4, 6, 2), 2, 1, "eval"),
+        (_DROPOUT_IN_EVAL, _config(3, 6, 8, 2, dropout=0.3), 2, 7, "eval"),
+        ("train mode with dropout=0", _config(3, 4, 6, 2), 2, 5, "train"),
+    ]:
+        cases.append(Case(name, (cfg, torch.randn(b, t, cfg["d_in"], generator=gen), mode)))
+    return cases
+
+
+def _reference_module(cfg: dict) -> nn.Module:
+    with seeded(5):
+        return MultiHeadAttention(**cfg)
+
+
+def _student_module(cls: type, cfg: dict) -> nn.Module:
+    """The student's module for ``cfg``, holding the reference module's weights."""
+    with seeded(5):
+        module = cls(**cfg)
+    reference = dict(_reference_module(cfg).named_parameters())
+    theirs = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, param in reference.items():
+            theirs[name].copy_(param)
+    return module
+
+
+def _forward(module: nn.Module, x: torch.Tensor, mode: str) -> torch.Tensor:
+    module.train(mode == "train")
+    with torch.no_grad(), seeded(7):
+        return module(x)
+
+
+def _variant(
+    cfg: dict,
+    x: torch.Tensor,
+    mode: str,
+    *,
+    split: str = "transpose",
+    merge: str = "transpose",
+    scale: str = "head",
+    mask: str = "causal",
+    softmax_dim: int = -1,
+    out_proj: bool = True,
+) -> torch.Tensor:
+    """The reference forward pass with one knob turned: what a typical slip computes."""
+    ref = _reference_module(cfg)
+    b, t, _ = x.shape
+    h, d = cfg["num_heads"], cfg["d_out"]
+    dh = d // h
+
+    def heads(y: torch.Tensor) -> torch.Tensor:
+        if split == "view":
+            return y.view(b, h, t, dh)  # memory order: mixes tokens into heads
+        return y.view(b, t, h, dh).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
+
+    with torch.no_grad():
+        q, k, v = (heads(proj(x)) for proj in (ref.W_query, ref.W_key, ref.W_value))
+        scores = q @ k.transpose(-2, -1)  # (B, H, T, Dh) @ (B, H, Dh, T) -> (B, H, T, T)
+        scores = scores / {"head": dh**0.5, "d_out": d**0.5}.get(scale, 1.0)
+        ones = torch.ones(t, t, dtype=torch.bool)
+        hidden = {
+            "causal": ~ones.tril(),
+            "diagonal_hidden": ones.triu(),  # triu(diagonal=0) hides the diagonal too
+            "inverted": ones.tril(),  # True = may attend, used as True = hidden
+            "none": ~ones,
+        }[mask]
+        weights = torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=softmax_dim)
+        if scale == "after":
+            weights = weights / dh**0.5
+        context = weights @ v  # (B, H, T, T) @ (B, H, T, Dh) -> (B, H, T, Dh)
+        if merge != "reshape":  # the slip reshapes without the transpose, mixing tokens again
+            context = context.transpose(1, 2)  # (B, H, T, Dh) -> (B, T, H, Dh)
+        context = context.reshape(b, t, d)  # -> (B, T, D)
+        return ref.out_proj(context) if out_proj else context
+
+
+def _slip(**knobs: object) -> Callable[..., torch.Tensor]:
+    return lambda cfg, x, mode: _variant(cfg, x, mode, **knobs)
+
+
+def _module_mistakes() -> list[Mistake]:
+    view_hint = (
+        "viewing the projections straight to (B, H, T, Dh) keeps the numbers in memory order, so a "
+        "'head' gets pieces of several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
+    )
+    return [
+        Mistake(view_hint, _slip(split="view", merge="reshape")),
+        Mistake(view_hint, _slip(split="view")),
+        Mistake(
+            "merging: reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens; transpose(1, 2) "
+            "back to (B, T, H, Dh) first, then reshape",
+            _slip(merge="reshape"),
+        ),
+        Mistake(
+            "the scores must be divided by sqrt(head_dim), the width of the dot products, before "
+            "softmax; you did not scale them",
+            _slip(scale="none"),
+        ),
+        Mistake(
+            "each head's dot products have head_dim = d_out / num_heads terms: divide by "
+            "sqrt(head_dim), not by sqrt(d_out)",
+            _slip(scale="d_out"),
+        ),
+        Mistake(
+            "scale the scores before softmax, not the weights after it",
+            _slip(scale="after"),
+        ),
+        Mistake(
+            "the causal mask is missing: token i may only attend to tokens 0..i",
+            _slip(mask="none"),
+        ),
+        Mistake(
+            "your mask hides the diagonal too, so token 0 sees nothing (nan): a token may attend to "
+            "itself. torch.triu(..., diagonal=1) marks exactly the future keys",
+            _slip(mask="diagonal_hidden"),
+        ),
+        Mistake(
+            "your mask is the wrong way round: attnlib.causal_mask is True where a token MAY attend, "
+            "so fill where it is False (~mask)",
+            _slip(mask="inverted"),
+        ),
+        Mistake(
+            "softmax over the keys, the last axis (dim=-1): each query's weights must sum to 1",
+            _slip(softmax_dim=-2),
+        ),
+        Mistake(
+            "softmax over the keys, the last axis (dim=-1): dim=1 of (B, H, T, T) is the heads",
+            _slip(softmax_dim=1),
+        ),
+        Mistake(
+            "the output projection is missing: after merging the heads, return self.out_proj(context)",
+            _slip(out_proj=False),
+        ),
+    ]
+
+
+def _describe_params(params: dict[str, tuple[int, ...]]) -> str:
+    return ", ".join(f"{name} {shape}" for name, shape in params.items()) or "none"
+
+
+def _parameter_problem(title: str, cfg: dict, theirs: dict, expected: dict) -> Verdict | None:
+    """A verdict naming what differs from attnlib's parameters, or None when names and shapes match."""
+    if theirs == expected:
+        return None
+    call = ", ".join(f"{k}={v}" for k, v in cfg.items())
+    lines = [
+        f"{FAIL} {title}: with ({call}) your module's parameters differ from attnlib.MultiHeadAttention's.",
+        f"   expected: {_describe_params(expected)}",
+        f"   yours:    {_describe_params(theirs)}",
+    ]
+    missing = expected.keys() - theirs.keys()
+    extra = theirs.keys() - expected.keys()
+    if "out_proj.weight" in missing and not extra:
+        hint = "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
+    elif missing == {"out_proj.bias"}:
+        hint = "out_proj keeps nn.Linear's default bias=True; only W_query, W_key, W_value follow qkv_bias"
+    elif {m.split(".")[1] for m in missing | extra} == {"bias"}:
+        hint = f"qkv_bias={cfg['qkv_bias']}: give W_query, W_key and W_value bias=qkv_bias"
+    elif missing or extra:
+        hint = (
+            "the check copies attnlib's weights into yours, so it needs these names: self.W_query, "
+            "self.W_key, self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and "
+            "self.out_proj = nn.Linear(d_out, d_out)"
+        )
+    else:
+        hint = (
+            "W_query, W_key and W_value each map d_in to all d_out features (every head at once); "
+            "the heads are cut out of their outputs in forward"
+        )
+    lines.append(f"   hint: {hint}")
+    return Verdict(False, "\n".join(lines))
+
+
+def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(p.shape) for name, p in module.named_parameters()}
+
+
+def _preflight(title: str, cls: object, configs: list[dict]) -> Verdict | None:
+    """Check what the student handed in before any number is compared; None when all is well."""
+    name = getattr(cls, "__name__", type(cls).__name__)
+
+    def not_a_module(obj: object) -> str:
+        if isinstance(obj, type):
+            return f"{name} is not an nn.Module: define it as class {name}(nn.Module): ..."
+        got = f"the {type(obj).__name__} {name}" if callable(obj) else _describe(obj)
+        return f"expected a class (class MyMultiHeadAttention(nn.Module): ...), got {got}."
+
+    problem = class_problem(
+        title,
+        cls,
+        instance="pass the class itself, not a module built from it: "
+        f"check.multihead_module({type(cls).__name__}), without parentheses after the name.",
+        not_a_module=not_a_module,
+    )
+    if problem is not None:
+        return problem
+    if cls.__init__ is nn.Module.__init__:
+        return Verdict(False, f"{FAIL} {title}: {name} needs its own __init__{_SIGNATURE}.")
+    try:
+        inspect.signature(cls).bind(**configs[0])
+    except TypeError:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: the check builds {name}{_SIGNATURE}, passing each argument by that name; "
+            f"your constructor is {name}{inspect.signature(cls)}.",
+        )
+    if cls.forward is nn.Module.forward:
+        return Verdict(False, f"{FAIL} {title}: {name} needs a forward(self, x) method.")
+    try:
+        inspect.signature(cls.forward).bind(None, torch.zeros(1))
+    except TypeError:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: the check calls module(x) with x of shape (B, T, d_in); your forward is "
+            f"forward{inspect.signature(cls.forward)}.",
+        )
+    for cfg in configs:
+        module = build(title, cls, f": {name}(...)", seed=5, each=True, super_hint=_SUPER_HINT, **cfg)
+        if isinstance(module, Verdict):
+            return module
+        problem = _parameter_problem(title, cfg, _shapes(module), _shapes(_reference_module(cfg)))
+        if problem is not None:
+            return problem
+    return None
+
+
+def _still_random(cls: type, case: Case) -> bool:
+    """True when the student's module in eval mode gives two different outputs for one input."""
+    cfg, x, _ = case.args
+    try:
+        module = _student_module(cls, cfg)
+    except Exception:  # run_check has reported it in words
+        return False
+    return dropout_still_on(module, x)
+
+
+def multihead_module(student_cls: object) -> Verdict:
+    """Exercise 5.5: a class ``MyMultiHeadAttention(nn.Module)`` for causal multi-head self-attention.
+
+    The check builds it as ``cls(d_in, d_out, context_length, dropout, num_heads, qkv_bias)``
+    (each argument by name), copies the weights of an ``attnlib.MultiHeadAttention`` of the same
+    configuration into its ``W_query``, ``W_key``, ``W_value`` (``nn.Linear(d_in, d_out,
+    bias=qkv_bias)``) and ``out_proj`` (``nn.Linear(d_out, d_out)``), and compares
+    ``module(x)``, ``x`` ``(B, T, d_in)`` -> ``(B, T, d_out)``, in eval mode and in train mode
+    with dropout 0. Last, in train mode with dropout 0.5, two calls must differ.
+    """
+    title = _TITLE_MODULE
+    cases = _module_cases()
+    problem = _preflight(title, student_cls, [c.args[0] for c in cases])
+    if problem is not None:
+        return problem
+    cls: type = student_cls  # type: ignore[assignment]
+
+    verdict = run_check(
+        title,
+        lambda cfg, x, mode: _forward(_student_module(cls, cfg), x, mode),
+        lambda cfg, x, mode: _forward(_reference_module(cfg), x, mode),
+        cases,
+        _module_mistakes(),
+    )
+    if not verdict:
+        if verdict.status == "error" and "< context_length" in verdict.message.split("\n")[0]:
+            return Verdict(
+                False,
+                verdict.message + "\n   hint: this is a case with T shorter than context_length: if your "
+                "mask is the (context_length, context_length) buffer, cut it to the tokens there are, "
+                "[:T, :T]",
+                "error",
+            )
+        if f"({_DROPOUT_IN_EVAL})" in verdict.message and _still_random(
+            cls, next(c for c in cases if c.name == _DROPOUT_IN_EVAL)
+        ):
+            return Verdict(
+                False,
+                verdict.message + "\n   hint: in eval mode two calls on the same input gave different "
+                "outputs, so dropout is still active: use nn.Dropout (module.eval() switches it off), "
+                "or pass training=self.training to F.dropout",
+            )
+        return verdict
+
+    # Dropout must act in train mode; which entries it drops is the module's own random choice.
+    try:
+        module = _student_module(cls, _config(3, 4, 6, 2, dropout=0.5))
+        x = torch.randn(2, 6, 3, generator=torch.Generator().manual_seed(56))
+        differ = outputs_differ(module, x, training=True)
+    except Exception as exc:  # the student's bug, reported in words
+        return raised(
+            title, exc, ": in train mode with dropout=0.5, your module", each=True, super_hint=_SUPER_HINT
+        )
+    if not differ:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: all {len(cases)} cases pass, but in train mode with dropout=0.5 two calls "
+            "on the same input gave the same output.\n   hint: dropout is missing: apply "
+            "self.dropout = nn.Dropout(dropout) to the attention weights, after softmax",
+        )
+    return Verdict(
+        True, f"{PASS} {title}: all {len(cases)} cases pass, and dropout acts in train mode.", "pass"
+    )
