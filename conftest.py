@@ -1,20 +1,21 @@
 """pytest plugin for nbval runs of the notebooks.
 
-* Notebooks that share trained models through ``attnlib.cache.train_cached`` (07/08, 07/11,
-  08/11, 09/11) run first, in their numeric order: xdist hands each of two workers two files to
-  start with (07 and 09 to one, 08 and 11 to the other), so the later notebook of each pair
-  finds the earlier one's model and loads it. The other notebooks and unit-test modules
-  follow, longest first, so that two workers finish together (with
-  ``--no-loadscope-reorder``; xdist would otherwise order them by their number of tests). The
-  length of a notebook is the one its stored outputs record: the cell times of the last
-  ``make execute``; a few long unit-test modules are listed below, the rest keep their order.
+* Notebooks that share trained models through ``attnlib.trained.train_or_load`` (formerly
+  ``attnlib.cache.train_cached``; 07/08, 07/11, 08/11, 09/11) run first, in their numeric
+  order: xdist hands each of two workers two files to start with (07 and 09 to one, 08 and 11
+  to the other), so the later notebook of each pair finds the earlier one's model and loads
+  it. The other notebooks and unit-test modules follow, longest first, so that two workers
+  finish together (with ``--no-loadscope-reorder``; xdist would otherwise order them by their
+  number of tests). The length of a notebook is the one its stored outputs record: the cell
+  times of the last ``make execute``; a few long unit-test modules are listed below, the rest
+  keep their order.
 * nbval's kernels talk to the workers over Unix sockets in a folder of their own, not over
   TCP ports: two kernels that start at the same moment (the two workers begin together) can
   otherwise pick the same free port, and the loser never answers ("Kernel didn't respond in
   60 seconds"), a known race of jupyter_client's port choice.
 * At the end, a table of the seconds each notebook took under nbval, against its budget: a
   notebook that trains a model may take 75 s on the 2-core development machine, one that
-  trains nothing 20 s (README, "Maintaining the series"). It reports; it never fails a run
+  trains nothing 20 s (docs/performance.md, "Time budgets"). It reports; it never fails a run
   (timings are not asserted in tests).
 """
 
@@ -33,16 +34,16 @@ from pathlib import Path
 
 TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 TRAINS = re.compile(
-    r"(?<![.\w])(train|fit|train_cached)\(|training\.train\(|cache\.train_cached\("
-)  # attnlib's train() or train_cached() or a loop fit(), not .train()
+    r"(?<![.\w])(train|fit|train_or_load|train_cached)\(|training\.train\(|\.(train_or_load|train_cached)\("
+)  # attnlib's train(), train_or_load() (was train_cached()) or a loop fit(), not .train()
 # Unit-test modules that take long (seconds on the development machine), started early when
 # the unit tests and the notebooks run in one session, so that no long one is left for last.
 LONG_UNIT_MODULES = {
     "tests/test_browser.py": 46.0,
-    "tests/test_plotting.py": 30.0,
+    "tests/test_viz.py": 30.0,
     "tests/test_student_edition.py": 22.0,
 }
-SHARES = re.compile(r"train_cached\(")
+SHARES = re.compile(r"\b(train_or_load|train_cached)\(")
 _seconds: dict[str, float] = defaultdict(float)
 
 
