@@ -19,10 +19,13 @@ from .blocks import (
 )
 from .data import PairDataset, Vocab
 from .evaluation import accuracy_by_length, evaluate
-from .functional import attention_scores, masked_softmax, scaled_dot_product_attention
+from .fast_path import fast_attention
+from .functional import attention_scores, fused_attention, masked_softmax, scaled_dot_product_attention
+from .fused_qkv import Attention, FusedQKVAttention
 from .gpt import GPT
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache, cached_attention
+from .local_attention import HardAttention, LocalAttention
 from .masks import (
     causal_mask,
     combine_masks,
@@ -36,8 +39,6 @@ from .masks import (
 from .memory import kv_cache_bytes, peak_memory
 from .modes import evaluating
 from .multihead import (
-    Attention,
-    FusedQKVAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     merge_heads,
@@ -52,18 +53,18 @@ from .scorers import (
     AttentionParams,
     AttentionSimple,
     DotAttention,
-    HardAttention,
-    LocalAttention,
     make_attention,
 )
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
 from .seq2seq import Decoder, Encoder, Seq2Seq, Seq2SeqModel
 from .tasks import date_datasets, digit_datasets
 from .tiled import online_softmax, tiled_attention
+from .torch_reference import to_torch_transformer
 from .trained import train_or_load
 from .training import train
-from .transformer import Transformer, to_torch_transformer
-from .vit import PatchEmbed, VisionTransformer, attention_rollout, occlude, patchify
+from .transformer import Transformer
+from .vit import PatchEmbed, VisionTransformer, patchify
+from .vit_probes import attention_rollout, occlude
 
 __version__ = "0.2.0"
 
@@ -113,7 +114,9 @@ __all__ = [
     "digit_datasets",
     "evaluate",
     "evaluating",
+    "fast_attention",
     "from_masked_out",
+    "fused_attention",
     "kv_cache_bytes",
     "length_mask",
     "make_attention",

@@ -49,11 +49,90 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    row_visible = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
+    return _softmax_masked_out(scores.masked_fill(~mask, float("-inf")), mask)
+
+
+def _softmax_masked_out(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``scores`` whose masked keys already hold ``-inf``; fully masked rows get 0."""
+    row_visible = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1), as small as the mask
+    if bool(row_visible.all()):  # the usual case: two passes over the scores saved
+        return torch.softmax(scores, dim=-1)
     # Softmax of an all -inf row is NaN (0/0); give such rows finite scores, then zero them.
     scores = scores.masked_fill(~row_visible, 0.0)
     return torch.softmax(scores, dim=-1).masked_fill(~row_visible, 0.0)
+
+
+def require_attention_inputs(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    is_causal: bool = False,
+    enable_gqa: bool = False,
+) -> float:
+    """Raise a clear error unless the arguments fit scaled dot-product attention.
+
+    The checks of :func:`scaled_dot_product_attention` and :func:`fused_attention`, written
+    once; the attention modules run them on what a caller hands in (the mask) and skip them
+    for the queries, keys and values that their own projections just made.
+
+    Args:
+        query, key, value, mask, dropout_p, is_causal: as in :func:`scaled_dot_product_attention`.
+        enable_gqa: keys and values may have fewer heads than the queries (``H`` a multiple of
+            their ``G``), as in ``F.scaled_dot_product_attention(..., enable_gqa=True)``.
+
+    Returns:
+        ``dropout_p`` as a float.
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        require_rank(name, t, (2, 3, 4), "(Tq, Dk), (B, Tq, Dk) or (B, H, Tq, Dk)")
+    layout = _LAYOUTS[query.ndim]
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise ValueError(
+            f"expected query, key and value of the same rank {layout}, got shapes "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        )
+    if key.shape[-1] != query.shape[-1]:
+        raise ValueError(
+            f"query and key must share their feature size Dk, got query {tuple(query.shape)} "
+            f"and key {tuple(key.shape)}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"key and value must have the same length Tk, got key {tuple(key.shape)} "
+            f"and value {tuple(value.shape)}"
+        )
+    grouped = enable_gqa and query.ndim == 4 and key.shape[:-2] == value.shape[:-2]
+    grouped = grouped and query.shape[0] == key.shape[0] and query.shape[1] % key.shape[1] == 0
+    if not grouped and (query.shape[:-2] != key.shape[:-2] or key.shape[:-2] != value.shape[:-2]):
+        raise ValueError(
+            f"query, key and value must share their leading (batch/head) sizes, got "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        )
+    dropout_p = require_probability("dropout_p", dropout_p)
+    tq, tk = query.shape[-2], key.shape[-2]
+    if mask is not None:
+        require_mask_fits(mask, (*query.shape[:-1], tk))
+    if is_causal and tq != tk:
+        raise ValueError(f"is_causal needs Tq == Tk, got Tq={tq} and Tk={tk}")
+    return dropout_p
+
+
+def require_mask_fits(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
+    """Raise unless ``mask`` is boolean and broadcasts to ``scores_shape`` ``(..., Tq, Tk)``."""
+    require_bool_mask(mask)
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != torch.Size(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{tuple(scores_shape)}; for single-head (B, Tq, Tk) scores a padding mask is "
+            "(B, 1, Tk), for multi-head (B, H, Tq, Tk) scores it is (B, 1, 1, Tk)"
+        )
 
 
 def scaled_dot_product_attention(
@@ -84,54 +163,96 @@ def scaled_dot_product_attention(
     Returns:
         ``context`` of shape ``(..., Tq, Dv)`` and ``weights`` of shape ``(..., Tq, Tk)``.
     """
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        require_rank(name, t, (2, 3, 4), "(Tq, Dk), (B, Tq, Dk) or (B, H, Tq, Dk)")
-    layout = _LAYOUTS[query.ndim]
-    if key.ndim != query.ndim or value.ndim != query.ndim:
-        raise ValueError(
-            f"expected query, key and value of the same rank {layout}, got shapes "
-            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
-        )
-    if key.shape[-1] != query.shape[-1]:
-        raise ValueError(
-            f"query and key must share their feature size Dk, got query {tuple(query.shape)} "
-            f"and key {tuple(key.shape)}"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"key and value must have the same length Tk, got key {tuple(key.shape)} "
-            f"and value {tuple(value.shape)}"
-        )
-    if query.shape[:-2] != key.shape[:-2] or key.shape[:-2] != value.shape[:-2]:
-        raise ValueError(
-            f"query, key and value must share their leading (batch/head) sizes, got "
-            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
-        )
-    dropout_p = require_probability("dropout_p", dropout_p)
-    tq, tk = query.shape[-2], key.shape[-2]
-    scores_shape = (*query.shape[:-1], tk)
+    dropout_p = require_attention_inputs(query, key, value, mask, dropout_p, is_causal=is_causal)
+    return explicit_attention_unchecked(query, key, value, mask, dropout_p, scale, is_causal=is_causal)
 
-    if mask is not None:
-        require_bool_mask(mask)
-        try:
-            broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
-        except RuntimeError:
-            broadcast = None
-        if broadcast != torch.Size(scores_shape):
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-                f"{tuple(scores_shape)}; for single-head (B, Tq, Tk) scores a padding mask is "
-                "(B, 1, Tk), for multi-head (B, H, Tq, Tk) scores it is (B, 1, 1, Tk)"
-            )
+
+def explicit_attention_unchecked(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout_p: float,
+    scale: float | None = None,
+    *,
+    is_causal: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`scaled_dot_product_attention` without its input checks, for callers that ran them.
+
+    The attention modules check what a caller hands them once, in ``forward``, then call this
+    on the queries, keys and values of their own projections: the checks would otherwise run
+    again in every layer of every step, and teach nothing there.
+    """
     if is_causal:
-        if tq != tk:
-            raise ValueError(f"is_causal needs Tq == Tk, got Tq={tq} and Tk={tk}")
-        causal = causal_mask(tq, device=query.device)
+        causal = causal_mask(query.shape[-2], device=query.device)
         mask = causal if mask is None else mask & causal
-
-    scores = attention_scores(query, key, scale)  # (..., Tq, Tk)
-    weights = masked_softmax(scores, mask)  # (..., Tq, Tk)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    # Fresh tensors, so scaled and masked in place: the same numbers as attention_scores and
+    # masked_softmax give, without two more copies of the (..., Tq, Tk) scores.
+    scores = (query @ key.transpose(-2, -1)).mul_(scale)  # (..., Tq, Dk) @ (..., Dk, Tk) -> (..., Tq, Tk)
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+    else:
+        weights = _softmax_masked_out(scores.masked_fill_(~mask, float("-inf")), mask)  # (..., Tq, Tk)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p, training=True)
     context = weights @ value  # (..., Tq, Tk) @ (..., Tk, Dv) -> (..., Tq, Dv)
     return context, weights
+
+
+def fused_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+    *,
+    is_causal: bool = False,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """The fast path: ``torch.nn.functional.scaled_dot_product_attention``, context only.
+
+    The same function as :func:`scaled_dot_product_attention` (same mask meaning, fully masked
+    query rows get zeros) computed by PyTorch's fused kernels, which never hold the whole
+    ``(..., Tq, Tk)`` weights in memory: so there are no weights to return or plot.
+
+    Args:
+        query, key, value, mask, dropout_p, scale, is_causal: as in
+            :func:`scaled_dot_product_attention`.
+        enable_gqa: ``key`` and ``value`` ``(B, G, Tk, D)`` may have fewer heads than ``query``
+            ``(B, H, Tq, Dk)``; query head ``h`` uses key/value head ``h // (H / G)``.
+
+    Returns:
+        ``context`` ``(..., Tq, Dv)``.
+    """
+    dropout_p = require_attention_inputs(
+        query, key, value, mask, dropout_p, is_causal=is_causal, enable_gqa=enable_gqa
+    )
+    return fused_attention_unchecked(
+        query, key, value, mask, dropout_p, scale, is_causal=is_causal, enable_gqa=enable_gqa
+    )
+
+
+def fused_attention_unchecked(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout_p: float,
+    scale: float | None = None,
+    *,
+    is_causal: bool = False,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """:func:`fused_attention` without its input checks.
+
+    For the modules, which check what callers hand them once (see :func:`explicit_attention_unchecked`).
+    """
+    if is_causal and mask is not None:  # torch takes one or the other
+        mask = mask & causal_mask(query.shape[-2], device=query.device)
+        is_causal = False
+    return F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+        enable_gqa=enable_gqa,
+    )  # fmt: skip

@@ -22,7 +22,7 @@ from ._validate import (
     require_probability,
     require_rank,
 )
-from .functional import scaled_dot_product_attention
+from .functional import explicit_attention_unchecked, fused_attention_unchecked, require_mask_fits
 from .masks import causal_mask, combine_masks, sliding_window_mask
 from .multihead import merge_heads, split_heads
 from .rotary import apply_rotary
@@ -48,6 +48,9 @@ class GroupedQueryAttention(nn.Module):
         causal: apply the causal mask.
         window: if given, a causal sliding window of this many keys (:func:`sliding_window_mask`).
         rotary: rotate queries and keys by their positions (RoPE, :func:`attnlib.rotary.apply_rotary`).
+        need_weights: keep the weights in ``last_attn_weights`` (explicit path, keys and values
+            repeated to ``H`` heads); ``False`` is the fast path: ``F.scaled_dot_product_attention``
+            with ``enable_gqa=True``, which reads the ``G`` key/value heads without copying them.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class GroupedQueryAttention(nn.Module):
         causal: bool = True,
         window: int | None = None,
         rotary: bool = False,
+        need_weights: bool = True,
     ) -> None:
         super().__init__()
         self.head_dim = require_divisible(d_out, num_heads)
@@ -75,6 +79,7 @@ class GroupedQueryAttention(nn.Module):
         self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
         self.context_length = require_positive_int("context_length", context_length)
         self.causal, self.window, self.rotary = causal, window, rotary
+        self.need_weights = need_weights
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, num_kv_heads * self.head_dim, bias=qkv_bias)  # G heads, not H
         self.W_value = nn.Linear(d_in, num_kv_heads * self.head_dim, bias=qkv_bias)
@@ -87,22 +92,34 @@ class GroupedQueryAttention(nn.Module):
         Returns: ``(B, T, D)``."""
         require_rank("x", x, (3,), "(B, T, Din)")
         require_features("x", x, self.d_in, "(B, T, Din)", "Din")
-        t = x.shape[1]
+        b, t, _ = x.shape
         require_length("x", t, self.context_length)
+        if mask is not None:
+            require_mask_fits(mask, (b, self.num_heads, t, t))
+        is_causal = False
         if self.window is not None:
             mask = combine_masks(sliding_window_mask(t, self.window, device=x.device), mask)
-        elif self.causal:
+        elif self.causal and (self.need_weights or mask is not None):
             mask = combine_masks(causal_mask(t, device=x.device), mask)
+        elif self.causal:
+            is_causal = True  # the fused kernels skip the masked half instead of filling it
         queries = split_heads(self.W_query(x), self.num_heads)  # (B, H, T, Dh)
         keys = split_heads(self.W_key(x), self.num_kv_heads)  # (B, G, T, Dh)
         values = split_heads(self.W_value(x), self.num_kv_heads)  # (B, G, T, Dh)
         if self.rotary:
             queries, keys = apply_rotary(queries), apply_rotary(keys)
+        dropout_p = self.dropout.p if self.training else 0.0
+        if not self.need_weights:
+            self.last_attn_weights = None
+            context = fused_attention_unchecked(
+                queries, keys, values, mask, dropout_p, is_causal=is_causal, enable_gqa=True
+            )  # (B, H, T, Dh): query head h reads key/value head h // (H / G)
+            return self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)
         group = self.num_heads // self.num_kv_heads
         keys = keys.repeat_interleave(group, dim=1)  # (B, G, T, Dh) -> (B, H, T, Dh): head h gets h // group
         values = values.repeat_interleave(group, dim=1)  # (B, H, T, Dh)
-        context, weights = scaled_dot_product_attention(
-            queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
+        context, weights = explicit_attention_unchecked(
+            queries, keys, values, mask, dropout_p
         )  # (B, H, T, Dh), (B, H, T, T)
         self.last_attn_weights = weights.detach()
         return self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)

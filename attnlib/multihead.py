@@ -1,10 +1,11 @@
-"""Multi-head attention three ways: a list of heads, split heads, one fused qkv projection.
+"""Multi-head attention two ways: a list of heads, and split heads.
 
 Shapes: ``B`` batch, ``Tq``/``Tk`` query/key length, ``Din`` input width, ``D`` model width
 (``d_out``/``dim``), ``H`` heads, ``Dh = D / H`` head width.
 
-All three compute the same function when given the same weights (notebook 05 and the tests
-copy weights across to show it). Each keeps ``last_attn_weights`` ``(B, H, Tq, Tk)``.
+Both compute the same function when given the same weights, and so does the third way, one
+fused qkv projection (:class:`attnlib.fused_qkv.Attention`; notebook 05 and the tests copy
+weights across to show it). Each keeps ``last_attn_weights`` ``(B, H, Tq, Tk)``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from ._validate import (
     require_probability,
     require_rank,
 )
-from .functional import scaled_dot_product_attention
+from .functional import (
+    explicit_attention_unchecked,
+    fused_attention_unchecked,
+    require_mask_fits,
+)
 from .masks import causal_mask, combine_masks
 from .self_attention import CausalAttention
 
@@ -93,6 +98,10 @@ class MultiHeadAttention(nn.Module):
         num_heads: number of heads ``H``.
         qkv_bias: add a bias to the query/key/value projections.
         causal: apply the causal mask (self-attention only).
+        need_weights: compute the attention weights explicitly and keep them in
+            ``last_attn_weights`` (to plot them). ``False`` is the fast path: PyTorch's fused
+            ``F.scaled_dot_product_attention``, the same function without the weights
+            (:func:`attnlib.fast_path.fast_attention` switches a whole model).
     """
 
     def __init__(
@@ -105,6 +114,7 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
         *,
         causal: bool = True,
+        need_weights: bool = True,
     ) -> None:
         super().__init__()
         self.head_dim = require_divisible(d_out, num_heads)
@@ -112,7 +122,7 @@ class MultiHeadAttention(nn.Module):
         self.d_out = d_out
         self.num_heads = num_heads
         self.context_length = require_positive_int("context_length", context_length)
-        self.causal = causal
+        self.causal, self.need_weights = causal, need_weights
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -125,8 +135,9 @@ class MultiHeadAttention(nn.Module):
         self.last_attn_weights: torch.Tensor | None = None
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, T, D)`` -> ``(B, H, T, Dh)``."""
-        return split_heads(x, self.num_heads)
+        """``(B, T, D)`` -> ``(B, H, T, Dh)``; :func:`split_heads` minus its checks (a projection's ``x``)."""
+        b, t, _ = x.shape
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H, Dh) -> (B, H, T, Dh)
 
     # The three steps of forward, public so that a KV-cached step (attnlib.kv_cache) runs the
     # module's own code: project, attend, combine.
@@ -146,27 +157,40 @@ class MultiHeadAttention(nn.Module):
         keys: torch.Tensor,
         values: torch.Tensor,
         mask: torch.Tensor | None = None,
+        *,
+        is_causal: bool = False,
     ) -> torch.Tensor:
-        """Scaled dot-product attention of every head; keeps ``last_attn_weights``.
+        """Scaled dot-product attention of every head.
+
+        On the explicit path (``need_weights``) it keeps the weights in ``last_attn_weights``;
+        on the fast path it runs ``F.scaled_dot_product_attention`` and sets them to None.
 
         Args:
             queries: ``(B, H, Tq, Dh)``.
             keys, values: ``(B, H, Tk, Dh)``.
-            mask: bool, True = may attend, broadcastable to ``(B, H, Tq, Tk)`` (the causal mask,
-                if any, already included).
+            mask: bool, True = may attend, broadcastable to ``(B, H, Tq, Tk)``.
+            is_causal: also apply the causal mask (``Tq == Tk``); the fused kernels skip the
+                masked half of the scores instead of filling it.
 
         Returns:
             ``context`` ``(B, H, Tq, Dh)``.
         """
-        context, weights = scaled_dot_product_attention(
-            queries, keys, values, mask, dropout_p=self.dropout.p if self.training else 0.0
+        dropout_p = self.dropout.p if self.training else 0.0
+        if not self.need_weights:
+            self.last_attn_weights = None
+            return fused_attention_unchecked(queries, keys, values, mask, dropout_p, is_causal=is_causal)
+        context, weights = explicit_attention_unchecked(
+            queries, keys, values, mask, dropout_p, is_causal=is_causal
         )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         self.last_attn_weights = weights.detach()
         return context
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """Heads side by side, then the output projection: ``(B, H, Tq, Dh)`` -> ``(B, Tq, D)``."""
-        return self.out_proj(merge_heads(context))  # (B, H, Tq, Dh) -> (B, Tq, D)
+        b, _, tq, _ = context.shape
+        return self.out_proj(
+            context.transpose(1, 2).reshape(b, tq, self.d_out)
+        )  # (B, Tq, H, Dh) -> (B, Tq, D)
 
     def causal_rows(self, start: int, stop: int, num_keys: int) -> torch.Tensor:
         """Rows ``start .. stop - 1`` of the causal mask over the first ``num_keys`` keys: ``(Tq, Tk)``.
@@ -200,65 +224,24 @@ class MultiHeadAttention(nn.Module):
         tq, tk = x.shape[1], memory.shape[1]
         require_length("x", tq, self.context_length)
         require_length("memory", tk, self.context_length)
+        if mask is not None:
+            require_mask_fits(mask, (x.shape[0], self.num_heads, tq, tk))
+        is_causal = False
         if self.causal:
             if memory is not x and tq != tk:
                 raise ValueError(f"causal attention needs Tq == Tk, got Tq={tq} and Tk={tk}")
-            mask = combine_masks(self.causal_rows(0, tq, tk), mask)  # (Tq, Tk) & mask
+            if self.need_weights or mask is not None:
+                mask = combine_masks(self.causal_rows(0, tq, tk), mask)  # (Tq, Tk) & mask
+            else:
+                is_causal = True  # the fused kernels skip the masked half instead of filling it
 
         queries = self.project_queries(x)  # (B, H, Tq, Dh)
         keys, values = self.project_keys_values(memory)  # (B, H, Tk, Dh) each
-        return self.combine_heads(self.attend(queries, keys, values, mask))  # (B, Tq, D)
+        return self.combine_heads(self.attend(queries, keys, values, mask, is_causal=is_causal))  # (B, Tq, D)
 
 
-class Attention(nn.Module):
-    """Vision-transformer style multi-head self-attention with one fused qkv projection.
+from ._deprecated import moved_names  # noqa: E402
 
-    The signature of timm's vision-transformer ``Attention`` (Dosovitskiy et al., 2021).
-    ``qkv`` maps ``D`` to ``3 * D`` in one matmul; its output
-    columns are all queries, then all keys, then all values.
-
-    Args:
-        dim: model width ``D``.
-        num_heads: number of heads ``H``.
-        qkv_bias: add a bias to the fused projection.
-        attn_drop: dropout on the attention weights.
-        proj_drop: dropout after the output projection.
-    """
-
-    def __init__(
-        self,
-        dim: int,
-        num_heads: int = 8,
-        qkv_bias: bool = False,
-        attn_drop: float = 0.0,
-        proj_drop: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.head_dim = require_divisible(dim, num_heads, "dim")
-        self.dim = dim
-        self.num_heads = num_heads
-        self.scale = self.head_dim**-0.5
-        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(require_probability("attn_drop", attn_drop))
-        self.proj = nn.Linear(dim, dim)
-        self.proj_drop = nn.Dropout(require_probability("proj_drop", proj_drop))
-        self.last_attn_weights: torch.Tensor | None = None
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Args: x ``(B, N, D)``; mask bool, True = may attend. Returns: ``(B, N, D)``."""
-        require_rank("x", x, (3,), "(B, N, D)")
-        require_features("x", x, self.dim, "(B, N, D)")
-        b, n, d = x.shape
-        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim)  # (B, N, 3D) -> (B, N, 3, H, Dh)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, N, Dh)
-        context, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale
-        )
-        self.last_attn_weights = weights.detach()
-        x = context.transpose(1, 2).reshape(b, n, d)  # (B, H, N, Dh) -> (B, N, D)
-        return self.proj_drop(self.proj(x))
-
-
-# A descriptive name beside the published one: the class keeps the name of timm's block
-# (``timm.models.vision_transformer.Attention``), whose signature it follows.
-FusedQKVAttention = Attention
+__getattr__ = moved_names(
+    __name__, {"Attention": "attnlib.fused_qkv", "FusedQKVAttention": "attnlib.fused_qkv"}
+)

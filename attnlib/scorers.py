@@ -2,8 +2,8 @@
 
 Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries
 (decoder steps scored at once; 1 inside :class:`~attnlib.attention_decoders.DecoderWithAttention`).
-``H`` is the hidden size in this family of RNN modules (seq2seq, attention_decoders, scorers: no
-attention heads here), as in notebooks 06-09; ``D`` is local attention's half window
+``H`` is the hidden size in this family of RNN modules (seq2seq, attention_decoders, scorers,
+local_attention: no attention heads here), as in notebooks 06-09; ``D`` is local attention's half window
 (``half_window``), the ``D`` of Luong et al. (2015, §3.2).
 
 Every module here is called the way the seq2seq decoder calls it::
@@ -27,7 +27,10 @@ name            score(h_t, h_s)                         module
 ``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(H, D, mode="p")``
 ==============  ======================================  ===================================
 
-Each keeps ``last_attn_weights`` (detached) from its latest call.
+Each keeps ``last_attn_weights`` (detached) from its latest call. This module holds the global
+scorers, which score every source position, and :func:`make_attention`, which builds any of
+the six by name; the local ones and hard attention, which restrict where a scorer may look,
+are in :mod:`attnlib.local_attention`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ from ._deprecated import moved_names
 from ._validate import require_positive_int, require_rank
 from .functional import attention_scores, masked_softmax
 
-__getattr__ = moved_names(__name__, {"check_inputs": "attnlib.scorers:require_inputs"})
+__getattr__ = moved_names(
+    __name__,
+    {
+        "check_inputs": "attnlib.scorers:require_inputs",
+        "LocalAttention": "attnlib.local_attention",
+        "HardAttention": "attnlib.local_attention",
+    },
+)
 
 
 class _Scorer(nn.Module):
@@ -221,106 +231,6 @@ class AttentionParams(_Scorer):
         return energy @ self.v  # (B, Tq, Ts, H) @ (H,) -> (B, Tq, Ts)
 
 
-class LocalAttention(_Scorer):
-    """Luong's local attention: a global scorer restricted to a window of ``2w+1`` positions.
-
-    * ``mode="m"`` (local-m, monotonic): the window is centred on ``p_t = t``, the decoder step.
-    * ``mode="p"`` (local-p, predictive): ``p_t = S · sigmoid(vᵀ tanh(W_p h_t))`` with ``S`` the
-      real source length; the window is centred on ``round(p_t)`` and the weights inside it are
-      multiplied by ``exp(-(s - p_t)² / (2σ²))`` with ``σ = D/2``, so they sum to less than 1.
-      The Gaussian is what lets gradients reach ``W_p`` and ``v``.
-
-    Args:
-        hidden_size: ``H``.
-        half_window: ``D``; each step sees at most ``2D+1`` source positions
-            (``D >= 1`` for local-p, whose Gaussian needs ``σ > 0``).
-        mode: ``"m"`` or ``"p"``.
-        score: name of the global score used inside the window (``"general"`` as in Luong).
-    """
-
-    def __init__(self, hidden_size: int, half_window: int, mode: str = "p", score: str = "general") -> None:
-        super().__init__()
-        self.hidden_size = require_positive_int("hidden_size", hidden_size)
-        if isinstance(half_window, bool) or not isinstance(half_window, int) or half_window < 0:
-            raise ValueError(f"expected half_window D to be an int >= 0, got {half_window!r}")
-        if mode not in ("m", "p"):
-            raise ValueError(f"expected mode 'm' (monotonic) or 'p' (predictive), got {mode!r}")
-        if mode == "p" and half_window < 1:
-            raise ValueError(
-                f"local-p needs half_window D >= 1 (its Gaussian has sigma = D/2), got {half_window}"
-            )
-        if score.startswith("local"):
-            raise ValueError(f"the score inside a local window must be global, got {score!r}")
-        self.half_window, self.mode = half_window, mode
-        self.sigma = half_window / 2
-        self.scorer = make_attention(score, hidden_size)
-        if mode == "p":
-            self.W_p = nn.Linear(hidden_size, hidden_size, bias=False)
-            self.v_p = nn.Linear(hidden_size, 1, bias=False)
-        self.last_attn_weights: torch.Tensor | None = None
-        self.last_positions: torch.Tensor | None = None
-
-    def attend(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        step: int | torch.Tensor = 0,
-    ) -> torch.Tensor:
-        b, tq, ts = query.shape[0], query.shape[1], keys.shape[1]
-        window = 2 * self.half_window + 1
-        if window > ts:
-            raise ValueError(
-                f"local window 2D+1={window} (D={self.half_window}) is larger than the source "
-                f"length Ts={ts}; choose D <= {(ts - 1) // 2} or global attention"
-            )
-        lengths = torch.full((b,), ts) if mask is None else mask.sum(dim=1)  # (B,)
-        if self.mode == "m":
-            steps = step + torch.arange(tq, device=query.device)  # (Tq,)
-            p = steps.to(query.dtype).expand(b, tq)  # (B, Tq)
-        else:
-            gate = self.v_p(torch.tanh(self.W_p(query))).squeeze(-1)  # (B, Tq, H) -> (B, Tq)
-            p = lengths[:, None].to(query.dtype) * torch.sigmoid(gate)  # (B, Tq)
-        positions = torch.arange(ts, device=query.device, dtype=query.dtype)  # (Ts,)
-        distance = positions[None, None, :] - p[:, :, None]  # (B, Tq, Ts)
-        in_window = (positions[None, None, :] - p.round()[:, :, None]).abs() <= self.half_window
-        visible = in_window if mask is None else in_window & mask[:, None, :]  # (B, Tq, Ts)
-        weights = masked_softmax(self.scorer.cached_score(query, keys), visible)  # (B, Tq, Ts)
-        if self.mode == "p":
-            weights = weights * torch.exp(-(distance**2) / (2 * self.sigma**2))
-        self.last_positions = p.detach()
-        return weights
-
-
-class HardAttention(_Scorer):
-    """Hard attention: all weight on the arg-max position of a soft scorer.
-
-    The arg-max is piecewise constant, so no gradient reaches the scorer: training it needs
-    sampling and REINFORCE-style estimators instead of backpropagation. Use it to read a
-    trained soft model the hard way.
-
-    Args:
-        soft: any scorer of this module (its parameters are shared, not copied).
-    """
-
-    def __init__(self, soft: _Scorer) -> None:
-        super().__init__()
-        self.soft = soft
-        self.hidden_size = soft.hidden_size
-        self.last_attn_weights: torch.Tensor | None = None
-
-    def attend(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        step: int | torch.Tensor = 0,
-    ) -> torch.Tensor:
-        soft = self.soft.attend(query, keys, mask, step)  # (B, Tq, Ts)
-        hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(dim=-1, keepdim=True), 1.0)
-        return hard * (soft.sum(dim=-1, keepdim=True) > 0)  # a fully masked row stays zero
-
-
 # Descriptive names beside the published ones. The classes keep the names of the seq2seq
 # tutorial this series follows (AttentionSimple, AttentionParams), so that its code runs against
 # attnlib unchanged and a printed model reads as it does there; these aliases say what each scores.
@@ -338,6 +248,9 @@ def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> _Sco
         name: the score.
         hidden_size: ``H``.
         half_window: ``D`` of the local variants.
+
+    Returns:
+        a new scorer, called as ``attention(hidden, encoder_outputs, mask, step=t)``.
     """
     if name == "dot":
         return AttentionSimple(hidden_size, scaled=False)
@@ -348,5 +261,7 @@ def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> _Sco
     if name in ("concat", "additive", "bahdanau"):
         return AttentionParams(hidden_size)
     if name in ("local-m", "local-p"):
+        from .local_attention import LocalAttention  # it builds its inner scorer with make_attention
+
         return LocalAttention(hidden_size, half_window, mode=name[-1])
     raise ValueError(f"unknown attention {name!r}; expected one of {', '.join(SCORERS)}")

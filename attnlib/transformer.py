@@ -7,16 +7,21 @@ It follows the seq2seq protocol every model in attnlib follows, so one training 
 them all: ``model(src, tgt)`` teacher-forces ``tgt[:, :-1]`` and returns logits
 ``(B, Tt - 1, V)`` that predict ``tgt[:, 1:]``; ``model.greedy_decode(src, max_len)`` returns
 ``(tokens, weights)``. Masks are boolean, True = may attend, built with :mod:`attnlib.masks`.
+
+Two neighbours: :mod:`attnlib.decoding` holds the search strategies behind
+``model.greedy_decode`` and ``model.beam_search``, and :mod:`attnlib.torch_reference` copies a
+model into ``torch.nn.Transformer`` to check it against PyTorch's own.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 from torch import nn
 
+from . import decoding
+from ._deprecated import moved_names
 from ._validate import (
     require_divisible,
     require_length,
@@ -26,7 +31,8 @@ from ._validate import (
 )
 from .blocks import DecoderLayer, EncoderLayer, LayerNorm, PositionalEncoding
 from .masks import causal_mask, combine_masks, padding_mask, require_bool_mask
-from .modes import evaluating
+
+__getattr__ = moved_names(__name__, {"to_torch_transformer": "attnlib.torch_reference"})
 
 
 class Transformer(nn.Module):
@@ -220,166 +226,37 @@ class Transformer(nn.Module):
             "cross": stack([layer.cross_attention for layer in self.decoder_layers]),
         }
 
-    # ----- decoding ----------------------------------------------------------------------
+    # ----- decoding (the strategies live in attnlib.decoding) ------------------------------
     def _next_log_probs(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         # Re-runs the decoder on the whole prefix (no cache): simple, and fine for short outputs.
         states = self.decode(ys, memory, src_mask, self._tgt_mask(ys))  # (B, T, D)
         return torch.log_softmax(self.output(states[:, -1]), dim=-1)  # (B, V)
 
-    @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pick the most likely token at each step until every sequence has emitted EOS.
-
-        Runs in eval mode (no dropout) and restores the previous mode.
+        """Greedy search: :func:`attnlib.decoding.greedy_decode` on this model (eval mode, no grad).
 
         Args:
             src: ``(B, Ts)`` source ids.
             max_len: most tokens to generate (EOS included); at most ``max_seq_len``.
 
         Returns:
-            ``tokens`` ``(B, T)`` with ``T <= max_len``: the generated ids after SOS, EOS
-            included, PAD after it; and the cross-attention ``weights`` ``(B, L, H, T, Ts)``
-            that produced them (row ``t`` is the step that chose ``tokens[:, t]``).
+            ``tokens`` ``(B, T)`` (after SOS, EOS included, PAD after it) and the cross-attention
+            ``weights`` ``(B, L, H, T, Ts)`` that produced them.
         """
-        require_positive_int("max_len", max_len)
-        require_length("max_len", max_len, self.max_seq_len, "max_seq_len")
-        self._require_tokens("src", src, self.src_vocab_size)
-        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        with evaluating(self):
-            memory = self.encode(src, src_mask)  # (B, Ts, D)
-            return self._greedy(memory, src_mask, max_len)
+        return decoding.greedy_decode(self, src, max_len)
 
-    def _greedy(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, max_len: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        b, device = memory.shape[0], memory.device
-        ys = torch.full((b, 1), self.sos_id, dtype=torch.long, device=device)  # (B, 1): SOS
-        done = torch.zeros(b, dtype=torch.bool, device=device)
-        for _ in range(max_len):
-            next_token = self._next_log_probs(ys, memory, src_mask).argmax(dim=-1)  # (B,)
-            next_token = next_token.masked_fill(done, self.pad_id)
-            ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, T + 1)
-            done |= next_token == self.eos_id
-            if bool(done.all()):
-                break
-        return ys[:, 1:], self.attention_weights()["cross"]
-
-    @torch.no_grad()
     def beam_search(
         self, src: torch.Tensor, max_len: int, beam_size: int = 4, length_penalty: float = 0.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keep the ``beam_size`` most likely prefixes per sequence; return the best one.
-
-        A finished beam (it emitted EOS) is carried on with PAD at no cost, so finished and
-        unfinished hypotheses compete on the same score. With ``beam_size=1`` this is exactly
-        :meth:`greedy_decode`. Runs in eval mode and restores the previous mode.
+        """Beam search: :func:`attnlib.decoding.beam_search` on this model (eval mode, no grad).
 
         Args:
             src: ``(B, Ts)`` source ids.
             max_len: most tokens to generate (EOS included).
-            beam_size: beams ``K`` per sequence.
-            length_penalty: ``alpha``; the final choice ranks ``log p / length ** alpha``
-                (0 = plain log-probability).
+            beam_size: beams ``K`` per sequence (``1`` is exactly :meth:`greedy_decode`).
+            length_penalty: ``alpha``; the final choice ranks ``log p / length ** alpha``.
 
         Returns:
-            ``tokens`` ``(B, T)`` as in :meth:`greedy_decode`, and their log-probabilities ``(B,)``.
+            the best ``tokens`` ``(B, T)`` per sequence, and their log-probabilities ``(B,)``.
         """
-        require_positive_int("max_len", max_len)
-        require_length("max_len", max_len, self.max_seq_len, "max_seq_len")
-        k = require_positive_int("beam_size", beam_size)
-        if k > self.tgt_vocab_size:
-            raise ValueError(f"expected beam_size <= tgt_vocab_size={self.tgt_vocab_size}, got {k}")
-        self._require_tokens("src", src, self.src_vocab_size)
-        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
-        with evaluating(self):
-            memory = self.encode(src, src_mask)  # (B, Ts, D)
-            return self._beam(memory, src_mask, max_len, k, length_penalty)
-
-    def _beam(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, max_len: int, k: int, length_penalty: float
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        b, v, device = memory.shape[0], self.tgt_vocab_size, memory.device
-        memory = memory.repeat_interleave(k, dim=0)  # (B*K, Ts, D)
-        src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*K, 1, 1, Ts)
-        ys = torch.full((b * k, 1), self.sos_id, dtype=torch.long, device=device)
-        scores = torch.full((b, k), float("-inf"), device=device)
-        scores[:, 0] = 0.0  # one live beam at the start, so the K beams do not all repeat it
-        done = torch.zeros(b, k, dtype=torch.bool, device=device)
-        pad_only = torch.full((v,), float("-inf"), device=device)
-        pad_only[self.pad_id] = 0.0
-        for _ in range(max_len):
-            log_probs = self._next_log_probs(ys, memory, src_mask).view(b, k, v)  # (B, K, V)
-            log_probs = torch.where(done[..., None], pad_only, log_probs)
-            candidates = (scores[..., None] + log_probs).view(b, k * v)  # (B, K*V)
-            scores, index = candidates.topk(k, dim=-1)  # (B, K)
-            beam, token = index // v, index % v  # (B, K) each
-            prefix = ys.view(b, k, -1).gather(1, beam[..., None].expand(-1, -1, ys.shape[1]))  # (B, K, T)
-            ys = torch.cat([prefix, token[..., None]], dim=-1).view(b * k, -1)  # (B*K, T + 1)
-            done = done.gather(1, beam) | (token == self.eos_id)
-            if bool(done.all()):
-                break
-        hyps = ys.view(b, k, -1)[:, :, 1:]  # (B, K, T)
-        ranked = scores
-        if length_penalty:
-            lengths = (hyps != self.pad_id).sum(-1).clamp_min(1).float()  # (B, K)
-            ranked = scores / lengths**length_penalty
-        best = ranked.argmax(dim=-1)  # (B,)
-        rows = torch.arange(b, device=device)
-        return hyps[rows, best], scores[rows, best]
-
-
-def to_torch_transformer(model: Transformer) -> nn.Transformer:
-    """A ``torch.nn.Transformer`` (batch first, ReLU) holding a copy of ``model``'s layers.
-
-    Embeddings, positional encoding and the output head are not part of ``nn.Transformer``;
-    feed it ``model``'s embedded inputs. ``nn.Transformer`` always ends each stack with a
-    LayerNorm: copied when ``model`` has final norms, replaced by ``nn.Identity`` otherwise.
-    ``nn.MultiheadAttention`` fuses the three input projections into one ``in_proj``. Its
-    nested-tensor fast path is switched off, so its encoder output keeps the (unused) values
-    at padded positions, as ``model``'s does.
-    """
-    enc0 = model.encoder_layers[0]
-    with warnings.catch_warnings():  # torch warns that pre-LN rules out its nested-tensor path
-        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-        ref = nn.Transformer(
-            model.dim, model.n_heads, model.n_layers, model.n_layers,
-            enc0.feed_forward.w1.out_features, enc0.dropout.p, batch_first=True,
-            norm_first=enc0.norm_first, layer_norm_eps=enc0.ffn_norm.eps,
-        )  # fmt: skip
-    # Its eval-mode fast path packs padded batches into nested tensors and returns zeros at
-    # padded positions; switch that off so every position can be compared.
-    ref.encoder.use_nested_tensor = False
-
-    def attention(theirs: nn.MultiheadAttention, ours: nn.Module) -> None:
-        roles = (ours.W_query, ours.W_key, ours.W_value)
-        theirs.in_proj_weight.copy_(torch.cat([r.weight for r in roles]))  # (3D, D)
-        theirs.in_proj_bias.copy_(torch.cat([r.bias for r in roles]))  # (3D,)
-        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
-
-    def norm(theirs: nn.Module, ours: nn.Module) -> nn.Module:
-        if isinstance(ours, nn.Identity):
-            return nn.Identity()
-        theirs.weight.copy_(ours.gamma)
-        theirs.bias.copy_(ours.beta)
-        return theirs
-
-    def feed_forward(theirs: nn.Module, ours: nn.Module) -> None:
-        theirs.linear1.load_state_dict(ours.feed_forward.w1.state_dict())
-        theirs.linear2.load_state_dict(ours.feed_forward.w2.state_dict())
-
-    with torch.no_grad():
-        for theirs, ours in zip(ref.encoder.layers, model.encoder_layers, strict=True):
-            attention(theirs.self_attn, ours.attention)
-            feed_forward(theirs, ours)
-            norm(theirs.norm1, ours.attention_norm)
-            norm(theirs.norm2, ours.ffn_norm)
-        for theirs, ours in zip(ref.decoder.layers, model.decoder_layers, strict=True):
-            attention(theirs.self_attn, ours.self_attention)
-            attention(theirs.multihead_attn, ours.cross_attention)
-            feed_forward(theirs, ours)
-            norm(theirs.norm1, ours.self_attn_norm)
-            norm(theirs.norm2, ours.cross_attn_norm)
-            norm(theirs.norm3, ours.ffn_norm)
-        ref.encoder.norm = norm(ref.encoder.norm, model.encoder_norm)
-        ref.decoder.norm = norm(ref.decoder.norm, model.decoder_norm)
-    return ref.train(model.training)
+        return decoding.beam_search(self, src, max_len, beam_size, length_penalty)

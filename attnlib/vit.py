@@ -11,6 +11,9 @@ attention, residual; LayerNorm, MLP, residual) follow, then a final LayerNorm; t
 the class token only. Names follow timm's ``VisionTransformer`` (R. Wightman): ``patch_embed``,
 ``cls_token``, ``pos_embed``, ``blocks``, ``norm``, ``head``; each block ``norm1``, ``attn``,
 ``norm2``, ``mlp``.
+
+What a trained model attends to, and whether that explains its predictions, is probed in
+:mod:`attnlib.vit_probes` (attention rollout, occluding patches).
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ._deprecated import moved_names
 from ._validate import require_divisible, require_positive_int, require_probability, require_rank
 from .blocks import LayerNorm
-from .multihead import Attention
+from .fused_qkv import Attention
+
+__getattr__ = moved_names(
+    __name__, {"attention_rollout": "attnlib.vit_probes", "occlude": "attnlib.vit_probes"}
+)
 
 
 def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -230,64 +238,3 @@ class VisionTransformer(nn.Module):
         if any(w is None for w in weights):
             raise RuntimeError("no attention weights yet: call the model on a batch of images first")
         return torch.stack(weights, dim=1)  # L x (B, H, T, T) -> (B, L, H, T, T)
-
-
-def attention_rollout(weights: torch.Tensor) -> torch.Tensor:
-    """Attention rollout (Abnar & Zuidema, 2020): attention traced back to the input tokens.
-
-    Per layer: average the heads, add the identity for the residual connection and
-    renormalise each row to sum to 1 (``0.5 W + 0.5 I`` when the rows of ``W`` sum to 1).
-    Then multiply across layers, the latest on the left: ``R = A_L ... A_2 A_1``. Row ``i`` of
-    ``R`` says how much token ``i`` after the last layer draws on each input token.
-
-    Args:
-        weights: ``(B, L, H, T, T)`` attention weights (``VisionTransformer.attention_weights()``),
-            or ``(L, H, T, T)`` for one example.
-
-    Returns:
-        ``(B, T, T)`` (or ``(T, T)``), every row summing to 1.
-    """
-    require_rank("weights", weights, (4, 5), "(B, L, H, T, T) or (L, H, T, T)")
-    if weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"expected square self-attention maps (..., T, T), got {tuple(weights.shape)}")
-    single = weights.ndim == 4
-    w = weights.unsqueeze(0) if single else weights  # (B, L, H, T, T)
-    t = w.shape[-1]
-    eye = torch.eye(t, dtype=w.dtype, device=w.device)
-    mixed = w.mean(dim=2) + eye  # average the heads, add the residual: (B, L, T, T)
-    mixed = mixed / mixed.sum(dim=-1, keepdim=True)  # rows sum to 1 again
-    rollout = mixed[:, 0]  # (B, T, T)
-    for layer in range(1, w.shape[1]):
-        rollout = mixed[:, layer] @ rollout  # (B, T, T) @ (B, T, T) -> (B, T, T)
-    return rollout[0] if single else rollout
-
-
-def occlude(
-    images: torch.Tensor, patch: torch.Tensor | int, patch_size: int, value: float = 0.0
-) -> torch.Tensor:
-    """A copy of ``images`` with one patch per image set to ``value`` (e.g. the background).
-
-    Args:
-        images: ``(B, C, Hi, Wi)``.
-        patch: which patch, numbered row by row from 0 (token ``patch + 1``): an int for every
-            image, or ``(B,)`` one per image.
-        patch_size: ``P``.
-        value: what the patch's pixels become.
-
-    Returns:
-        ``(B, C, Hi, Wi)``; ``images`` itself is left unchanged.
-    """
-    require_rank("images", images, (4,), "(B, C, Hi, Wi)")
-    b, _, h, w = images.shape
-    p = require_positive_int("patch_size", patch_size)
-    if h % p or w % p:
-        raise ValueError(f"image size {h}x{w} is not divisible by patch_size={p}")
-    grid_w, n = w // p, (h // p) * (w // p)
-    index = torch.as_tensor(patch).expand(b) if torch.as_tensor(patch).ndim == 0 else torch.as_tensor(patch)
-    if index.shape != (b,) or bool(((index < 0) | (index >= n)).any()):
-        raise ValueError(f"expected patch indices in [0, {n}), one per image ({b}), got {index.tolist()}")
-    out = images.clone()
-    for i, k in enumerate(index.tolist()):
-        r, c = divmod(k, grid_w)  # row-major: patch k sits in grid row k // Gw, column k % Gw
-        out[i, :, r * p : (r + 1) * p, c * p : (c + 1) * p] = value
-    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
@@ -46,6 +47,11 @@ MOVED_NAMES = [
     ("attnlib.seq2seq", "check_attention_size", "attnlib.attention_decoders", "require_attention_size"),
     ("attnlib.seq2seq", "check_token_ids", "attnlib._validate", "require_token_ids"),
     ("attnlib.scorers", "check_inputs", "attnlib.scorers", "require_inputs"),
+    ("attnlib.scorers", "LocalAttention", "attnlib.local_attention", "LocalAttention"),
+    ("attnlib.scorers", "HardAttention", "attnlib.local_attention", "HardAttention"),
+    ("attnlib.transformer", "to_torch_transformer", "attnlib.torch_reference", "to_torch_transformer"),
+    ("attnlib.vit", "attention_rollout", "attnlib.vit_probes", "attention_rollout"),
+    ("attnlib.vit", "occlude", "attnlib.vit_probes", "occlude"),
     ("attnlib.masks", "check_bool_mask", "attnlib.masks", "require_bool_mask"),
     ("attnlib.training", "evaluate", "attnlib.evaluation", "evaluate"),
     ("attnlib.training", "accuracy_by_length", "attnlib.evaluation", "accuracy_by_length"),
@@ -97,7 +103,8 @@ def test_gpt_check_ids_is_require_ids_under_its_old_name():
 
 
 def test_unknown_names_still_raise_attribute_error():
-    for old in ("attnlib.gpt", "attnlib.data", "attnlib.seq2seq", "attnlib.training", "attnlib.masks"):
+    old_modules = sorted({old for old, *_ in MOVED_NAMES})
+    for old in old_modules:
         with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
             _ = importlib.import_module(old).nothing
 
@@ -132,6 +139,25 @@ def test_import_attnlib_is_silent_light_and_exports_what_it_did():
     }  # fmt: skip
     assert before <= exported
     assert {"Seq2SeqModel", "evaluating", "train_or_load"} <= exported
+
+
+def test_no_module_test_or_tool_imports_a_name_from_the_module_it_left():
+    from pathlib import Path
+
+    moved = {(old, name) for old, name, *_ in MOVED_NAMES}
+    root = Path(attnlib.__file__).parent.parent
+    offenders = []
+    paths = [*root.joinpath("attnlib").rglob("*.py"), *root.glob("tests/*.py"), *root.glob("tools/*.py")]
+    for path in (p for p in paths if p.name != "test_deprecations.py"):  # this file imports them on purpose
+        parts = path.relative_to(root).with_suffix("").parts
+        package = ".".join(parts[:-1])  # the package a relative import starts from
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+            offenders += [f"{path}: {module}.{a.name}" for a in node.names if (module, a.name) in moved]
+    assert not offenders, offenders
 
 
 def test_no_core_module_or_core_test_imports_a_deprecated_path():

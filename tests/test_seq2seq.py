@@ -14,13 +14,12 @@ from torch import nn
 
 from attnlib.attention_decoders import DecoderWithAttention
 from attnlib.data import EOS_ID, PAD_ID, SOS_ID
+from attnlib.local_attention import HardAttention, LocalAttention
 from attnlib.scorers import (
     SCORERS,
     AttentionGeneral,
     AttentionParams,
     AttentionSimple,
-    HardAttention,
-    LocalAttention,
     make_attention,
 )
 from attnlib.seq2seq import Decoder, Encoder, Seq2Seq, lstm_step

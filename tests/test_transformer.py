@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from attnlib import decoding
 from attnlib.blocks import (
     DecoderLayer,
     EncoderLayer,
@@ -20,7 +21,8 @@ from attnlib.blocks import (
     sinusoidal_encoding,
 )
 from attnlib.masks import causal_mask, to_masked_out
-from attnlib.transformer import Transformer, to_torch_transformer
+from attnlib.torch_reference import to_torch_transformer
+from attnlib.transformer import Transformer
 
 PAD, SOS, EOS = 0, 1, 2
 SRC_V, TGT_V = 20, 16
@@ -227,6 +229,19 @@ def test_greedy_output_format() -> None:
     first, _ = dropping.greedy_decode(src, max_len=10)
     again, _ = dropping.beam_search(src, max_len=10, beam_size=1)
     assert torch.equal(first, again) and dropping.training
+
+
+def test_the_decoding_methods_are_the_strategies_of_attnlib_decoding() -> None:
+    torch.manual_seed(0)
+    model = small(dropout=0.5).train()
+    src, _ = batch(seed=8, b=5)
+    tokens, weights = model.greedy_decode(src, max_len=10)
+    same_tokens, same_weights = decoding.greedy_decode(model, src, 10)
+    assert torch.equal(tokens, same_tokens) and torch.equal(weights, same_weights)
+    tokens, scores = model.beam_search(src, max_len=10, beam_size=3, length_penalty=0.6)
+    same_tokens, same_scores = decoding.beam_search(model, src, 10, beam_size=3, length_penalty=0.6)
+    assert torch.equal(tokens, same_tokens) and torch.equal(scores, same_scores)
+    assert model.training and not scores.requires_grad  # mode restored, no graph kept
 
 
 def test_overfits_a_small_batch() -> None:

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attnlib.vit import Block, PatchEmbed, VisionTransformer, attention_rollout, patchify
+from attnlib.vit import Block, PatchEmbed, VisionTransformer, patchify
+from attnlib.vit_probes import attention_rollout
 
 
 @given(

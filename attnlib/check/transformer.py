@@ -4,8 +4,8 @@ Shapes: ``B`` batch, ``L`` layers, ``H`` heads, ``K`` beams, ``V`` vocabulary.
 
 The references are attnlib's own code: ``Transformer.attention_weights``,
 ``Transformer.greedy_decode`` and ``Transformer.beam_search``. One step of beam search is inlined
-in ``Transformer.beam_search`` rather than a function, so :func:`_reference_beam_step` repeats
-those three lines; tests/test_checks_transformer.py checks it against an exhaustive search.
+in :func:`attnlib.decoding.beam_search` rather than a function, so :func:`_reference_beam_step`
+repeats those three lines; tests/test_checks_transformer.py checks it against an exhaustive search.
 Inputs come from local ``torch.Generator`` s and models are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 
@@ -56,7 +56,7 @@ __getattr__ = moved_names(__name__, dict.fromkeys(_NOTEBOOK_10, "attnlib.check.t
 def _reference_beam_step(
     scores: torch.Tensor, log_probs: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    # The bookkeeping of one step of Transformer.beam_search (which inlines these lines).
+    # The bookkeeping of one step of attnlib.decoding.beam_search (which inlines these lines).
     b, k, v = log_probs.shape
     candidates = (scores[..., None] + log_probs).view(b, k * v)  # (B, K, 1) + (B, K, V) -> (B, K*V)
     new_scores, index = candidates.topk(k, dim=-1)  # (B, K)

@@ -13,7 +13,8 @@ import torch
 from matplotlib.patches import Rectangle
 
 from ..modes import evaluating
-from ..vit import VisionTransformer, attention_rollout, occlude
+from ..vit import VisionTransformer
+from ..vit_probes import attention_rollout, occlude
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer
 from .heatmaps import CMAP

@@ -1,0 +1,82 @@
+"""The reference for attnlib's Transformer: the same weights in PyTorch's ``nn.Transformer``.
+
+Shapes: ``D`` model width, ``H`` heads, ``L`` layers (each stack); inputs are batch first,
+``(B, Ts, D)`` and ``(B, Tt, D)``, already embedded.
+
+:func:`to_torch_transformer` copies a :class:`~attnlib.transformer.Transformer`'s layers into
+``torch.nn.Transformer``, so that the tests and notebook 11 can check that both compute the
+same function. It is a checking tool, not part of the model.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from .transformer import Transformer
+
+
+def to_torch_transformer(model: Transformer) -> nn.Transformer:
+    """A ``torch.nn.Transformer`` (batch first, ReLU) holding a copy of ``model``'s layers.
+
+    Embeddings, positional encoding and the output head are not part of ``nn.Transformer``;
+    feed it ``model``'s embedded inputs. ``nn.Transformer`` always ends each stack with a
+    LayerNorm: copied when ``model`` has final norms, replaced by ``nn.Identity`` otherwise.
+    ``nn.MultiheadAttention`` fuses the three input projections into one ``in_proj``. Its
+    nested-tensor fast path is switched off, so its encoder output keeps the (unused) values
+    at padded positions, as ``model``'s does.
+
+    Args:
+        model: the :class:`~attnlib.transformer.Transformer` to copy (left unchanged).
+
+    Returns:
+        an ``nn.Transformer`` with ``L`` encoder and ``L`` decoder layers of width ``D`` and
+        ``H`` heads, in ``model``'s mode (training or eval).
+    """
+    enc0 = model.encoder_layers[0]
+    with warnings.catch_warnings():  # torch warns that pre-LN rules out its nested-tensor path
+        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+        ref = nn.Transformer(
+            model.dim, model.n_heads, model.n_layers, model.n_layers,
+            enc0.feed_forward.w1.out_features, enc0.dropout.p, batch_first=True,
+            norm_first=enc0.norm_first, layer_norm_eps=enc0.ffn_norm.eps,
+        )  # fmt: skip
+    # Its eval-mode fast path packs padded batches into nested tensors and returns zeros at
+    # padded positions; switch that off so every position can be compared.
+    ref.encoder.use_nested_tensor = False
+
+    def attention(theirs: nn.MultiheadAttention, ours: nn.Module) -> None:
+        roles = (ours.W_query, ours.W_key, ours.W_value)
+        theirs.in_proj_weight.copy_(torch.cat([r.weight for r in roles]))  # (3D, D)
+        theirs.in_proj_bias.copy_(torch.cat([r.bias for r in roles]))  # (3D,)
+        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+
+    def norm(theirs: nn.Module, ours: nn.Module) -> nn.Module:
+        if isinstance(ours, nn.Identity):
+            return nn.Identity()
+        theirs.weight.copy_(ours.gamma)
+        theirs.bias.copy_(ours.beta)
+        return theirs
+
+    def feed_forward(theirs: nn.Module, ours: nn.Module) -> None:
+        theirs.linear1.load_state_dict(ours.feed_forward.w1.state_dict())
+        theirs.linear2.load_state_dict(ours.feed_forward.w2.state_dict())
+
+    with torch.no_grad():
+        for theirs, ours in zip(ref.encoder.layers, model.encoder_layers, strict=True):
+            attention(theirs.self_attn, ours.attention)
+            feed_forward(theirs, ours)
+            norm(theirs.norm1, ours.attention_norm)
+            norm(theirs.norm2, ours.ffn_norm)
+        for theirs, ours in zip(ref.decoder.layers, model.decoder_layers, strict=True):
+            attention(theirs.self_attn, ours.self_attention)
+            attention(theirs.multihead_attn, ours.cross_attention)
+            feed_forward(theirs, ours)
+            norm(theirs.norm1, ours.self_attn_norm)
+            norm(theirs.norm2, ours.cross_attn_norm)
+            norm(theirs.norm3, ours.ffn_norm)
+        ref.encoder.norm = norm(ref.encoder.norm, model.encoder_norm)
+        ref.decoder.norm = norm(ref.decoder.norm, model.decoder_norm)
+    return ref.train(model.training)
