@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable execute student slides site lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable execute bench student slides site lock clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # nbval-portable re-runs the notebooks with this CPU's vector code paths switched one
@@ -47,6 +47,7 @@ help:
 	@echo "make test      set up .venv (first time only), then ruff, and the unit tests and nbval-portable in one run"
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
 	@echo "make nbval-portable  nbval one CPU generation down (as make test runs it)"
+	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
 	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
@@ -110,8 +111,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check attnlib tools tests conftest.py
-	$(BIN)/ruff format --check attnlib tools tests conftest.py
+	$(BIN)/ruff check attnlib tools tests benchmarks conftest.py
+	$(BIN)/ruff format --check attnlib tools tests benchmarks conftest.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -n 2
@@ -141,6 +142,12 @@ execute: $(STAMP)
 # The publishing tools live in tools/, outside the attnlib package (the wheel does not ship them),
 # and run from the repository root: `python -m tools.<name>`.
 #
+# Ratios against PyTorch's own attention, measured side by side in one run (benchmarks/attention.py);
+# a timing, not a test. BENCH_ARGS=--quick runs few rounds; --only mha|functional|transformer.
+BENCH_ARGS ?=
+bench: $(STAMP)
+	$(BIN)/python benchmarks/attention.py $(BENCH_ARGS)
+
 # Solutions become stubs; a notebook the student already changed is never overwritten.
 STUDENT_DIR ?= student
 student: $(STAMP)
