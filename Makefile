@@ -45,6 +45,9 @@ LAB_ARGS ?=
 help:
 	@echo "make lab       set up .venv (first time only) and open JupyterLab"
 	@echo "make test      set up .venv (first time only), then ruff, and the unit tests and nbval-portable in one run"
+	@echo "make venv      set up .venv only (the other targets do it when needed)"
+	@echo "make lint      ruff check and format check"
+	@echo "make unit      the unit tests only (tests/, on this CPU's own code path)"
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
 	@echo "make nbval-portable  nbval one CPU generation down (as make test runs it)"
 	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"

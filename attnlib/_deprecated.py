@@ -1,5 +1,7 @@
 """Thin aliases for module paths that moved: one release of grace for old imports.
 
+Shapes: none (module paths and names, not tensors).
+
 A module that moved leaves behind a thin alias at its old path::
 
     from ._deprecated import moved

@@ -3,8 +3,9 @@
 Shapes: ``B`` batch, ``T`` tokens, ``D`` feature width, ``V`` vocabulary.
 
 Each one raises before any matmul can fail obscurely, and names what was expected and what
-came, e.g. ``expected x of shape (B, T, D) with D=64, got (2, 6, 3)``. Each returns its
-(checked) value, so a constructor can write ``self.d_in = require_positive_int("d_in", d_in)``.
+came, e.g. ``expected x of shape (B, T, D) with D=64, got (2, 6, 3)``. The ones that
+check a value return it, so a constructor can write
+``self.d_in = require_positive_int("d_in", d_in)``; the shape checks return None.
 """
 
 from __future__ import annotations

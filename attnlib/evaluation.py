@@ -2,9 +2,10 @@
 
 Shapes: ``N`` examples, ``B`` batch, ``Tt`` target length (SOS ... EOS), ``T`` generated length.
 
-Every function decodes greedily with the model's ``greedy_decode`` (the
-:class:`~attnlib.seq2seq.Seq2SeqModel` protocol), in eval mode, and compares the tokens with
-the targets position by position. :func:`predict_scores` decodes once; :func:`evaluate` and
+The scores come from greedy decoding with the model's ``greedy_decode`` (the
+:class:`~attnlib.seq2seq.Seq2SeqModel` protocol), in eval mode, compared with the targets
+position by position; :func:`count_parameters` is the one function here that decodes nothing.
+:func:`predict_scores` decodes once; :func:`evaluate` and
 :func:`accuracy_by_length` summarise its result (pass ``scores=`` to reuse one decoding).
 """
 

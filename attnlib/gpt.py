@@ -11,7 +11,8 @@ model reads at most ``context_length`` tokens.
 
 :meth:`GPT.generate` samples with :mod:`attnlib.sampling` and, by default, keeps every
 layer's keys and values in a :class:`~attnlib.kv_cache.KVCache`. :class:`NextTokenModel`
-puts a GPT behind the seq2seq protocol, so :func:`attnlib.training.train` trains it.
+gives a GPT the call of the seq2seq protocol, ``model(src, tgt)`` (the part that
+:func:`attnlib.training.train` needs), so ``train`` trains it.
 
 ``n_heads`` here is what the rest of attnlib calls ``num_heads`` (the number of heads ``H``);
 the published signatures of :class:`GPT` and :class:`GPTBlock` keep the short name.
@@ -214,7 +215,7 @@ class GPT(nn.Module):
 
 
 class NextTokenModel(nn.Module):
-    """A GPT behind the seq2seq protocol of :mod:`attnlib.training`, so that ``train`` trains it.
+    """A GPT behind the call ``model(src, tgt)`` of the seq2seq protocol, so that ``train`` trains it.
 
     ``model(src, tgt)`` returns ``gpt(tgt[:, :-1])``: logits ``(B, Tt - 1, V)`` predicting
     ``tgt[:, 1:]``, i.e. next-token prediction on the whole line ``SOS ... EOS`` (the source,

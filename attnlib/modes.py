@@ -1,4 +1,7 @@
-"""Switch a module into eval mode for a while, and back: :func:`evaluating`."""
+"""Switch a module into eval mode for a while, and back: :func:`evaluating`.
+
+Shapes: none (modes, not tensors).
+"""
 
 from __future__ import annotations
 

@@ -49,10 +49,12 @@ __getattr__ = moved_names(
 
 @runtime_checkable
 class Seq2SeqModel(Protocol):
-    """What :mod:`attnlib.training`, :mod:`attnlib.evaluation` and :mod:`attnlib.trained` need of a model.
+    """What :mod:`attnlib.evaluation` needs of a model, and :mod:`attnlib.training` of one it validates.
 
     :class:`Seq2Seq`, :class:`attnlib.transformer.Transformer` (and any ``nn.Module`` with these
-    two methods) qualify; ``isinstance(model, Seq2SeqModel)`` checks that both exist.
+    two methods) qualify; ``isinstance(model, Seq2SeqModel)`` checks that both exist. Training
+    alone needs only the first, ``model(src, tgt)``: :class:`attnlib.gpt.NextTokenModel` has just
+    that, and ``train`` trains it (without a validation set, which would decode).
     """
 
     def __call__(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -249,16 +251,18 @@ class Seq2Seq(nn.Module):
         return encoder_outputs, hidden, cell, (None if bool(mask.all()) else mask)
 
     def forward(
-        self, src: torch.Tensor, tgt: torch.Tensor, teacher_forcing_ratio: float | None = None
+        self, src: torch.Tensor, trg: torch.Tensor, teacher_forcing_ratio: float | None = None
     ) -> torch.Tensor:
         """Predict every target token after the first.
 
         Returns ``Tt-1`` steps, not ``Tt`` with an all-zero first row as in many from-scratch
-        versions: the SOS at ``tgt[:, 0]`` is given, never predicted, so ``logits[:, t]`` lines up with
-        ``tgt[:, t + 1]`` and a loss needs no slicing (a zero row would add a fake ``log V``).
+        versions: the SOS at ``trg[:, 0]`` is given, never predicted, so ``logits[:, t]`` lines up with
+        ``trg[:, t + 1]`` and a loss needs no slicing (a zero row would add a fake ``log V``).
 
         Args:
-            src: ``(B, Ts)`` source ids. tgt: ``(B, Tt)`` target ids ``SOS ... EOS PAD...``.
+            src: ``(B, Ts)`` source ids. trg: ``(B, Tt)`` target ids ``SOS ... EOS PAD...``: what
+                attnlib calls ``tgt`` everywhere else, under the name of the published
+                ``Seq2Seq.forward(src, trg, teacher_forcing_ratio)`` this class follows.
             teacher_forcing_ratio: defaults to the model's ratio in training mode and to 1
                 (always the true previous token) in eval mode.
 
@@ -268,28 +272,28 @@ class Seq2Seq(nn.Module):
         """
         if teacher_forcing_ratio is None:
             teacher_forcing_ratio = self.teacher_forcing_ratio if self.training else 1.0
-        require_rank("tgt", tgt, (2,), "(B, Tt)")
-        if tgt.shape[0] != src.shape[0] or tgt.shape[1] < 2:
+        require_rank("trg", trg, (2,), "(B, Tt)")
+        if trg.shape[0] != src.shape[0] or trg.shape[1] < 2:
             raise ValueError(
-                f"expected tgt (B, Tt) with the batch size of src {tuple(src.shape)} and Tt >= 2 "
-                f"(SOS ... EOS), got {tuple(tgt.shape)}"
+                f"expected trg (B, Tt) with the batch size of src {tuple(src.shape)} and Tt >= 2 "
+                f"(SOS ... EOS), got {tuple(trg.shape)}"
             )
         encoder_outputs, hidden, cell, mask = self.encode(src)
         if teacher_forcing_ratio >= 1.0 and getattr(self.decoder, "accepts_sequences", False):
             # Every input is known: the decoder runs all steps in one call (one LSTM call
             # where it can).
-            logits = self.decoder(tgt[:, :-1], hidden, cell, encoder_outputs, mask)[0]  # (B, Tt-1, V)
+            logits = self.decoder(trg[:, :-1], hidden, cell, encoder_outputs, mask)[0]  # (B, Tt-1, V)
             self.last_attn_weights = self.decoder.last_attn_weights
             return logits
-        input, logits, weights = tgt[:, 0], [], []
-        for t in range(tgt.shape[1] - 1):
+        input, logits, weights = trg[:, 0], [], []
+        for t in range(trg.shape[1] - 1):
             output, hidden, cell = self.decoder(input, hidden, cell, encoder_outputs, mask, step=t)
             logits.append(output)
             weights.append(self.decoder.last_attn_weights)
             teacher_force = teacher_forcing_ratio >= 1.0 or (
                 teacher_forcing_ratio > 0.0 and random.random() < teacher_forcing_ratio
             )
-            input = tgt[:, t + 1] if teacher_force else output.argmax(1)
+            input = trg[:, t + 1] if teacher_force else output.argmax(1)
         self.last_attn_weights = None if weights[0] is None else torch.stack(weights, dim=1)
         return torch.stack(logits, dim=1)  # (B, Tt-1, V)
 

@@ -68,7 +68,7 @@ def tiled_attention(
     """softmax(Q Kᵀ · scale) V, one ``(block_q, block_k)`` tile of scores at a time.
 
     FlashAttention's idea (Dao et al., 2022) in plain PyTorch, in the loop order of
-    FlashAttention-2 (Dao, 2023): for each block of queries, walk over the blocks of keys and
+    FlashAttention-2 (Dao, 2023; ICLR 2024): for each block of queries, walk over the blocks of keys and
     values keeping a running max ``m``, a running sum ``ell`` and an unnormalised output ``acc``;
     rescale ``ell`` and ``acc`` by ``exp(m_old - m_new)`` when the max grows; divide by ``ell`` once
     at the end. The ``(Tq, Tk)`` score matrix never exists, only one tile of it. With

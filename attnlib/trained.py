@@ -3,14 +3,14 @@
 Shapes: none; this module handles whole models, datasets and files.
 
 Several notebooks train the very same model: notebook 11's closing comparison re-trains the
-date models of notebooks 08 and 09, and notebook 08 re-trains notebook 07's copy model. Each
+date models of notebooks 07, 08 and 09, and notebook 08 re-trains notebook 07's copy model. Each
 notebook must still run on its own, so each one calls :func:`train_or_load` with the same
 arguments, and whichever runs first trains; the others load its result.
 
 A result is reused only when *everything* that decides it is the same, so loading gives the
 very parameters that training would give:
 
-* the model: its class, its printed structure and every initial parameter and buffer (the
+* the model: its class, its printed structure and every initial parameter and persistent buffer (the
   seed that made them included);
 * the data: every (source, target) pair and both vocabularies;
 * the recipe: every argument of :func:`~attnlib.training.train`;

@@ -36,7 +36,12 @@ from torch import nn
 
 import attnlib
 from attnlib.functional import scaled_dot_product_attention
-from attnlib.transformer import Transformer, to_torch_transformer
+from attnlib.transformer import Transformer
+
+try:
+    from attnlib.torch_reference import to_torch_transformer
+except ImportError:  # attnlib before 0.2.0's split, to measure the code as it was
+    from attnlib.transformer import to_torch_transformer
 
 # (B, T, D, heads) per sequence length, as in the measurements of docs/performance.md.
 SHAPES = {128: (8, 128, 256, 8), 512: (4, 512, 256, 8), 1024: (2, 1024, 512, 8)}

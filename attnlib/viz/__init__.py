@@ -1,8 +1,11 @@
 """attnlib.viz: every plot, diagram and explorer of the series, and the only matplotlib and ipywidgets.
 
-Each topic module draws the pictures of the library module of the same name (``viz.masks`` for
-``attnlib.masks``, ``viz.gpt`` for ``attnlib.gpt``); ``heatmaps``, ``drawing`` and ``explorers``
-are the primitives they share. Every public name is importable from here
+The topic modules are named by the library module whose ideas they draw, where there is one
+(``viz.gpt`` for ``attnlib.gpt``, ``viz.masks`` for ``attnlib.masks`` and notebook 04's dropout
+explorer), else by the notebook's topic (``viz.sequences`` for notebook 06, ``viz.efficient`` for
+notebook 13's tiling, windows and rotary positions); README.md maps each notebook to its files.
+``heatmaps``, ``drawing`` and ``explorers`` are the primitives they share. Every public name is
+importable from here
 (``from attnlib.viz import plot_attention, query_explorer``); a name's module is imported the
 first time the name is asked for, so ``import attnlib.viz`` itself loads neither matplotlib nor
 ipywidgets.
