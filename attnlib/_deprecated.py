@@ -48,7 +48,10 @@ def moved(old: str, *new: str) -> tuple[Callable[[str], object], Callable[[], li
     if not new:
         raise ValueError(f"expected at least one new module path for {old}, got none")
     sys.modules[old].__dict__["__deprecated_alias__"] = True
-    where = " and ".join(new)
+    if len(new) > 1 and all(path.startswith("attnlib.viz.") for path in new):
+        where = "attnlib.viz"  # split across the drawing wing, whose index re-exports every name
+    else:
+        where = new[0] if len(new) == 1 else f"{', '.join(new[:-1])} and {new[-1]}"
     message = f"{old} moved to {where}; import from there ({old} goes in attnlib {REMOVED_IN})"
     frame = _caller_frame()
     if frame is None:

@@ -106,7 +106,7 @@ def test_the_viz_index_names_every_public_name_of_every_viz_module():
 @pytest.mark.parametrize("old", sorted(OLD_PATHS))
 def test_every_old_path_warns_and_still_gives_every_name(old):
     sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=rf"{old} moved to attnlib\.viz\.") as caught:
+    with pytest.warns(DeprecationWarning, match=rf"{old} moved to attnlib\.viz\b") as caught:
         module = importlib.import_module(old)
     assert len(caught) == 1
     for name in OLD_PATHS[old]:
