@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable execute bench student slides site lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable execute bench student slides site links compat lock clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # nbval-portable re-runs the notebooks with this CPU's vector code paths switched one
@@ -55,6 +55,8 @@ help:
 	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
+	@echo "make links     write Colab and Binder links into README and the notebooks (needs the GitHub address)"
+	@echo "make compat    run every notebook (nbval-lax) in a fresh venv with the newest torch and no attnlib (not a test)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
 
@@ -75,6 +77,9 @@ venv: $(STAMP)
 # Byte-code: rather than compiling all 11,500 files of the environment (37 s here, most of them
 # never imported), the modules that the tests and every notebook kernel import are compiled once
 # here, by importing them in two processes side by side.
+#
+# requirements-test-nodeps.txt: test-only pins installed with --no-deps on every platform (their
+# metadata asks for packages the tests never import, e.g. TensorFlow); `make lock` leaves them alone.
 UNAME       := $(shell uname -s)
 NO_DEPS     := $(if $(filter Linux,$(UNAME)),--no-deps)
 FIND_LINKS   = $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
@@ -89,16 +94,18 @@ UV_INSTALL   = $(BIN)/uv pip install --quiet --python $(BIN)/python $(addprefix 
 WARM_KERNEL := torch matplotlib.pyplot sklearn.datasets tqdm.auto hypothesis
 WARM_TOOLS  := IPython ipykernel.kernelapp ipywidgets jupyter_client nbformat nbval pytest xdist
 IMPORT_ALL  := import importlib, sys; [importlib.import_module(name) for name in sys.argv[1:]]
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-test-nodeps.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; v = sys.version_info[:2]; v == (3, 11) or print(f"warning: stored outputs were made with Python 3.11, this is {v[0]}.{v[1]}")'
 	$(if $(TORCH_PIN),@echo "make venv: torch's CPU build from $(TORCH_INDEX) (PyPI's Linux build is for CUDA)")
 	{ $(PIP_INSTALL) --no-deps $$(grep -i '^uv==' requirements.txt) \
 	    $(if $(TORCH_PIN),&& $(UV_INSTALL) --no-deps $(TORCH_PIN)) \
-	    && $(UV_INSTALL) $(NO_DEPS) -r requirements.txt && $(UV_INSTALL) --no-deps --no-build-isolation -e .; } \
+	    && $(UV_INSTALL) $(NO_DEPS) -r requirements.txt && $(UV_INSTALL) --no-deps --no-build-isolation -e . \
+	    && $(UV_INSTALL) --no-deps -r requirements-test-nodeps.txt; } \
 	  || { echo "make venv: uv failed, pip installs everything (a minute or two)"; \
 	       $(if $(TORCH_PIN),$(PIP_INSTALL) --no-deps $(TORCH_PIN) &&) \
-	       $(PIP_INSTALL) $(NO_DEPS) -r requirements.txt && $(PIP_INSTALL) --no-deps --no-build-isolation -e .; } \
+	       $(PIP_INSTALL) $(NO_DEPS) -r requirements.txt && $(PIP_INSTALL) --no-deps --no-build-isolation -e . \
+	       && $(PIP_INSTALL) --no-deps -r requirements-test-nodeps.txt; } \
 	  || { echo "make venv failed. $(if $(TORCH_PIN),If torch could not be installed: its CPU build comes from \
 	TORCH_INDEX=$(TORCH_INDEX); pass TORCH_INDEX=<a mirror of it> or PIP_FIND_LINKS=<a folder with \
 	the torch-*+cpu-*.whl file>.)"; exit 1; }
@@ -168,6 +175,43 @@ slides: $(STAMP)
 # decks copied into it: open build/site/index.html (tools/site.py).
 site: slides
 	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR)
+
+# Colab and Binder links in README's notebook table and each notebook's first markdown cell, and
+# the address that each notebook's first code cell installs attnlib from where it is missing
+# (Colab): all from the repository's address, GITHUB_REPOSITORY or git's remote origin, or
+# REPO=OWNER/NAME (tools/links.py). Idempotent; with no address it writes no links.
+links: $(STAMP)
+	$(BIN)/python -m tools.links $(if $(REPO),--repo $(REPO))
+
+# The series in a foreign environment, as a student meets it on Colab: a fresh venv with the
+# newest torch these machines offer (COMPAT_TORCH; pip takes it from the local wheels, with the
+# CUDA packages its Linux build asks for) and the pins of requirements.txt for the rest, but no
+# attnlib. Notebook 01 runs first: its first code cell installs attnlib from a copy of the working
+# tree (ATTNLIB_SOURCE), as it would from GitHub, and what that cell prints is shown. Then nbval-lax
+# runs every notebook: any error fails, outputs are not compared (docs/environment.md says how far
+# they differ). Not part of make test: it installs about 3 GB and takes several minutes.
+COMPAT_DIR   ?= build/compat
+COMPAT_TORCH ?= 2.14.1
+COMPAT_PY     = $(COMPAT_DIR)/venv/bin/python
+FIRST_CELL   := import nbformat, sys; nb = nbformat.read(sys.argv[1], 4); cell = next(c for c in nb.cells \
+  if c.cell_type == "code"); print("".join(o.get("text") or str(o.get("data", "")) for o in cell.outputs) or "(nothing)")
+compat:
+	rm -rf $(COMPAT_DIR) && mkdir -p $(COMPAT_DIR)/src
+	git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(COMPAT_DIR)/src
+	$(PYTHON) -m venv $(COMPAT_DIR)/venv
+	$(COMPAT_PY) -m pip install --quiet --disable-pip-version-check torch==$(COMPAT_TORCH)
+	grep -v -i -E '^(torch|attnlib)==' requirements.txt > $(COMPAT_DIR)/pins.txt
+	$(COMPAT_PY) -m pip install --quiet --disable-pip-version-check --no-deps -r $(COMPAT_DIR)/pins.txt
+	@cd /tmp && ! $(CURDIR)/$(COMPAT_PY) -c 'import attnlib' 2>/dev/null \
+	  || { echo "make compat: attnlib is installed already"; exit 1; }
+	@$(COMPAT_PY) -c 'import torch; print(f"make compat: torch {torch.__version__}, no attnlib")'
+	cd $(COMPAT_DIR)/src && ATTNLIB_SOURCE=$$PWD ../venv/bin/jupyter nbconvert --to notebook --execute \
+	  --ExecutePreprocessor.timeout=600 --output-dir .. notebooks/01_dot_product_attention.ipynb
+	@echo "make compat: what the first code cell printed where attnlib was missing:"
+	@$(COMPAT_PY) -c '$(FIRST_CELL)' $(COMPAT_DIR)/01_dot_product_attention.ipynb
+	@cd /tmp && $(CURDIR)/$(COMPAT_PY) -c 'import attnlib; print(f"make compat: attnlib installed in {attnlib.__file__}")'
+	cd $(COMPAT_DIR)/src && ../venv/bin/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
+	  --no-loadscope-reorder -n 2 --dist loadfile -q notebooks
 
 # Left out of the pins: rfc3987-syntax (and lark, which only it needs), an optional extra of
 # jsonschema that jupyter-events asks for. It builds about 35 Earley parsers when imported, which

@@ -25,6 +25,20 @@ def test_torch_is_pinned_to_the_series_version():
     assert pins()["torch"] == "2.13.0"
 
 
+def test_attnlib_declares_only_the_torch_versions_the_series_ran_on():
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    (torch,) = [
+        Requirement(r) for r in read_configuration(ROOT / "pyproject.toml")["project"]["dependencies"]
+    ]
+    compat = re.search(r"^COMPAT_TORCH\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)[1]
+    ran_on = {pins()["torch"], compat}  # the pins (stored outputs) and make compat
+    assert all(torch.specifier.contains(v) for v in ran_on), f"{torch} leaves out {ran_on}"
+    assert torch.specifier == SpecifierSet(">=2.13,<2.15"), f"wider or narrower than what was run: {torch}"
+
+
 def test_every_top_level_dependency_is_pinned():
     top = [
         re.sub(r"[-_.]+", "-", re.split(r"[=<>\[ ]", line)[0]).lower()

@@ -177,3 +177,26 @@ def test_progress_bars_on_stdout_are_left_out_and_epoch_lines_kept():
     site = static_outputs(nb)["cells"][0]["outputs"]
     assert [o["text"] for o in site] == ["epoch  1/3  loss 0.9613\n"]  # the site keeps the log, not the bar
     assert static_outputs(nb, training_logs=False)["cells"][0]["outputs"] == []  # the decks keep neither
+
+
+def test_with_the_repository_address_every_chapter_links_to_colab_and_binder(tmp_path):
+    from tools.links import Repo
+
+    repo = Repo("someone", "attention-series")
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    for stem in ("01_first", "02_second"):
+        nb = explorer_notebook()
+        nb.cells[0].source = f"# {stem}\n### about {stem}\n\n{repo.links(f'notebooks/{stem}.ipynb')}"
+        nbformat.write(nb, src / f"{stem}.ipynb")
+    (tmp_path / "README.md").write_text(README)
+    build_site(src, tmp_path / "site", None, tmp_path / "README.md", repo)
+    home = (tmp_path / "site" / "index.html").read_text()
+    for stem in ("01_first", "02_second"):
+        colab = f"https://colab.research.google.com/github/someone/attention-series/blob/student-edition/student/{stem}.ipynb"
+        binder = f"https://mybinder.org/v2/gh/someone/attention-series/student-edition?labpath=student%2F{stem}.ipynb"
+        page = (tmp_path / "site" / f"{stem}.html").read_text()
+        for html in (home, page):
+            assert f'href="{colab}"' in html and f'href="{binder}"' in html
+        assert page.count("colab.research.google.com") == 1, "the notebook's own links line is not repeated"
+        assert "<script" not in page and not re.search(r"""src=["']?https?:|url\(["']?https?:""", page)

@@ -10,6 +10,9 @@ Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make si
   explorer shows as the still of its default view with a line saying it is interactive in
   JupyterLab.
 - ``slides/`` (the decks, copied) and ``notebooks/`` (the notebook files), which pages link to.
+- where the repository's address is known (``GITHUB_REPOSITORY`` in GitHub Actions, else git's
+  remote ``origin``; ``tools.links``), each chapter's open-in-Colab and open-in-Binder links on
+  the index and on its page.
 
 Every page is plain HTML and CSS: no script, nothing from the network.
 """
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from .links import Repo, find_repo, with_links
 from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
 from .student import student_notebook
 
@@ -58,7 +62,10 @@ def readme_sections(text: str) -> dict[str, str]:
 
 def readme_summaries(notebooks_section: str) -> dict[str, str]:
     """``{"03_masking": "causal masks two ways, ..."}`` from README's table of notebooks."""
-    rows = re.findall(r"^\|\s*\d+\s*\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*$", notebooks_section, re.M)
+    # A last column of links (tools.links) is not part of the line.
+    rows = re.findall(
+        r"^\|\s*\d+\s*\|\s*`([^`]+)`\s*\|\s*([^|]+?)\s*\|(?:[^|]*\|)?\s*$", notebooks_section, re.M
+    )
     return dict(rows)
 
 
@@ -97,8 +104,12 @@ def chapters(notebooks: list[Path], summaries: dict[str, str]) -> list[Chapter]:
 
 
 def site_notebook(nb: dict) -> dict:
-    """The notebook as the site shows it: the student edition, no speaker notes, explorers as stills."""
+    """The notebook as the site shows it: the student edition, no speaker notes, explorers as stills.
+    The links line of its first markdown cell is left out: the page gives the same links."""
     nb = student_notebook(nb)
+    first = next((c for c in nb["cells"] if c.get("cell_type") == "markdown"), None)
+    if first is not None:
+        first["source"] = with_links(_text(first), None, "")
     nb["cells"] = [c for c in nb["cells"] if slide_type(c) not in ("notes", "skip")]
     return static_outputs(nb)
 
@@ -141,11 +152,20 @@ def _plain_page(title: str, nav: str, body: str) -> str:
     )
 
 
-def home_page(sections: dict[str, str], items: list[Chapter]) -> str:
+def _launch(repo: Repo | None, stem: str) -> str:
+    """``, <a>Colab</a>, <a>Binder</a>`` for one notebook, or nothing where the address is unknown."""
+    if repo is None:
+        return ""
+    path = f"notebooks/{stem}.ipynb"
+    colab, binder = escape(repo.colab(path)), escape(repo.binder(path))
+    return f', <a href="{colab}">Colab</a>, <a href="{binder}">Binder</a>'
+
+
+def home_page(sections: dict[str, str], items: list[Chapter], repo: Repo | None = None) -> str:
     rows = "".join(
         f'<li><a href="{ch.page}">{escape(ch.title)}</a> — {markdown_to_html(ch.summary).strip()[3:-4]}'
         f' <span class="links">(<a href="slides/{ch.stem}.slides.html">slides</a>,'
-        f' <a href="notebooks/{ch.stem}.ipynb" download>notebook</a>)</span></li>'
+        f' <a href="notebooks/{ch.stem}.ipynb" download>notebook</a>{_launch(repo, ch.stem)})</span></li>'
         for ch in items
     )
     body = (
@@ -162,8 +182,11 @@ def references_page(sections: dict[str, str], items: list[Chapter]) -> str:
     return _plain_page(f"References · {SERIES}", _nav(items, "references"), body)
 
 
-def build_site(notebook_dir: Path, out_dir: Path, slides_dir: Path | None, readme: Path) -> list[Path]:
-    """Write the site into ``out_dir``; return the HTML pages written."""
+def build_site(
+    notebook_dir: Path, out_dir: Path, slides_dir: Path | None, readme: Path, repo: Repo | None = None
+) -> list[Path]:
+    """Write the site into ``out_dir``; return the HTML pages written. With ``repo``, every
+    chapter links to its notebook in Colab and in Binder."""
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +194,7 @@ def build_site(notebook_dir: Path, out_dir: Path, slides_dir: Path | None, readm
     paths = sorted(notebook_dir.glob("*.ipynb"))
     items = chapters(paths, readme_summaries(sections.get("The notebooks", "")))
     pages = [out_dir / "index.html", out_dir / "references.html"]
-    pages[0].write_text(home_page(sections, items), encoding="utf-8")
+    pages[0].write_text(home_page(sections, items, repo), encoding="utf-8")
     pages[1].write_text(references_page(sections, items), encoding="utf-8")
     exp = exporter("html", "attn-page")
     for i, (path, ch) in enumerate(zip(paths, items, strict=True)):
@@ -184,7 +207,9 @@ def build_site(notebook_dir: Path, out_dir: Path, slides_dir: Path | None, readm
                 f'<p class="chapter-links">Present it: <a href="slides/{ch.stem}.slides.html">slides</a>'
                 f' · Run it: <a href="notebooks/{ch.stem}.ipynb" download>{ch.stem}.ipynb</a>'
                 " (open in JupyterLab; exercises have their solutions in this file, "
-                "<code>make student</code> writes your copy without them)</p>"
+                "<code>make student</code> writes your copy without them)"
+                + (f". Run it without installing: {_launch(repo, ch.stem)[2:]}" if repo else "")
+                + "</p>"
             ),
         }
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
@@ -205,8 +230,10 @@ def main(argv: list[str]) -> int:
     target = Path(argv[1]) if len(argv) > 1 else Path("build/site")
     slides = Path(argv[2]) if len(argv) > 2 else Path("build/slides")
     readme = source.resolve().parent / "README.md"
-    pages = build_site(source, target, slides, readme)
-    print(f"wrote {len(pages)} pages into {target}; open {target / 'index.html'}")
+    repo = find_repo(root=readme.parent)
+    pages = build_site(source, target, slides, readme, repo)
+    links = f"Colab and Binder links to {repo.slug}" if repo else "no Colab or Binder links (address unknown)"
+    print(f"wrote {len(pages)} pages into {target} ({links}); open {target / 'index.html'}")
     return 0
 
 

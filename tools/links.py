@@ -1,0 +1,218 @@
+"""Open-in-Colab and open-in-Binder links, and where a notebook installs attnlib from.
+
+Usage: ``python -m tools.links [--repo OWNER/NAME] [--branch BRANCH]`` (``make links``).
+
+The links come from the repository's address on GitHub, never from a placeholder:
+``--repo``, else ``GITHUB_REPOSITORY`` (set in GitHub Actions), else the git remote ``origin``
+(``https://github.com/OWNER/NAME.git`` or ``git@github.com:OWNER/NAME.git``). With an address,
+this writes, and on a second run refreshes (the links open the *student edition*, which
+``.github/workflows/student-edition.yml`` publishes on the branch ``student-edition``):
+
+- README.md, section "The notebooks": a last column with each notebook's two links;
+- each notebook's first markdown cell: one line with its two links;
+- each notebook's first code cell: the set-up lines at its top (:func:`bootstrap`), which
+  install attnlib from ``git+https://github.com/OWNER/NAME@BRANCH`` where it is not installed.
+
+It changes nothing else. With no address known it writes the set-up lines without an address
+(they then ask for one where attnlib is missing) and no links, and says so. The site builder
+(``tools.site``) adds the same links to every page when it knows the address.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+# The remote forms git prints: https (with or without a user) and ssh (scp-like or URL).
+_REMOTE = re.compile(
+    r"^(?:https://(?:[^@/]+@)?github\.com/|ssh://git@github\.com/|git@github\.com:)"
+    r"(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$"
+)
+_LINKS_LINE = re.compile(r"^.*\]\(https://colab\.research\.google\.com/github/.*$\n?", re.M)
+_BOOTSTRAP_FIRST = "# Where attnlib is not installed"  # how the set-up lines begin
+
+
+# The links open the student edition: `make student`'s copy of every notebook, with the exercises
+# left to the student. .github/workflows/student-edition.yml publishes it on every push to main as
+# the branch EDITION_BRANCH: main's files plus the folder EDITION_FOLDER, so that Binder can build
+# the environment from that branch and Colab can open a notebook from it.
+EDITION_BRANCH, EDITION_FOLDER = "student-edition", "student"
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A GitHub repository, the branch attnlib is installed from, and where the links point."""
+
+    owner: str
+    name: str
+    branch: str = "main"
+    edition_branch: str = EDITION_BRANCH
+
+    @property
+    def slug(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def pip_source(self) -> str:
+        """What ``pip install`` takes to install attnlib from this repository."""
+        return f"git+https://github.com/{self.slug}@{self.branch}"
+
+    def student_path(self, path: str) -> str:
+        """Where the student edition of notebook ``path`` (e.g. ``notebooks/03_masking.ipynb``) lies."""
+        return f"{EDITION_FOLDER}/{Path(path).name}"
+
+    def colab(self, path: str) -> str:
+        """Colab opens a notebook straight from GitHub: ``/github/OWNER/NAME/blob/BRANCH/PATH``.
+
+        ``path`` is the notebook's path in the repository; the link opens its student edition.
+        """
+        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.edition_branch}/{self.student_path(path)}"
+
+    def binder(self, path: str) -> str:
+        """mybinder.org builds the branch's environment and opens the student edition of ``path``."""
+        labpath = quote(self.student_path(path), safe="")
+        return f"https://mybinder.org/v2/gh/{self.slug}/{self.edition_branch}?labpath={labpath}"
+
+    def links(self, path: str) -> str:
+        """The two links to the student edition of notebook ``path``, as one line of Markdown."""
+        return f"[Open in Colab]({self.colab(path)}) · [Open in Binder]({self.binder(path)})"
+
+
+def parse_remote(url: str) -> tuple[str, str] | None:
+    """``(owner, name)`` from a GitHub remote URL (https or ssh form), or None for any other."""
+    match = _REMOTE.match(url.strip())
+    return (match["owner"], match["name"]) if match else None
+
+
+def find_repo(env: dict[str, str] | None = None, root: Path = ROOT, branch: str = "main") -> Repo | None:
+    """The repository's address: ``GITHUB_REPOSITORY`` in ``env``, else git's remote ``origin``."""
+    env = os.environ if env is None else env
+    slug = env.get("GITHUB_REPOSITORY", "")
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", slug):
+        owner, name = slug.split("/")
+        return Repo(owner, name, branch)
+    try:
+        url = subprocess.run(
+            ["git", "remote", "get-url", "origin"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    found = parse_remote(url)
+    return Repo(*found, branch) if found else None
+
+
+def bootstrap(repo: Repo | None) -> str:
+    """The lines at the top of every notebook's first code cell.
+
+    Where attnlib is installed (``make lab``, ``make test``, Binder) they do nothing and print
+    nothing. Elsewhere (Colab, a fresh Python) they install attnlib without its dependencies,
+    so that the platform's own torch stays, then the notebooks' extras that are missing (pip
+    leaves installed ones as they are). ``ATTNLIB_SOURCE`` (a path or a git URL) overrides the
+    repository's address; with no address known, they ask for one.
+    """
+    head = (
+        "# Where attnlib is not installed (Colab, say), install it first, keeping the platform's torch.\n"
+        "import importlib.util, os\n"
+        'if importlib.util.find_spec("attnlib") is None:\n'
+    )
+    if repo is None:
+        source = (
+            '    source = os.environ.get("ATTNLIB_SOURCE")  # a path or git URL of the series\' repository\n'
+            "    if not source:\n"
+            '        raise ModuleNotFoundError("attnlib is not installed: run  %pip install --no-deps '
+            '<path or git URL of the repository>  or set ATTNLIB_SOURCE to it, then run this cell again")\n'
+        )
+    else:
+        source = f'    source = os.environ.get("ATTNLIB_SOURCE", "{repo.pip_source}")\n'
+    tail = (
+        "    %pip install --quiet --no-deps {source}\n"
+        "    %pip install --quiet matplotlib ipywidgets tqdm scikit-learn\n"
+    )
+    return head + source + tail
+
+
+def with_bootstrap(code: str, repo: Repo | None) -> str:
+    """A first code cell with the set-up lines at its top, written or refreshed."""
+    if code.startswith(_BOOTSTRAP_FIRST):
+        code = code.split("\n\n", 1)[1] if "\n\n" in code else ""
+    return bootstrap(repo) + "\n" + code
+
+
+def with_links(markdown: str, repo: Repo | None, path: str) -> str:
+    """A first markdown cell whose last line holds the notebook's links (none without ``repo``)."""
+    text = _LINKS_LINE.sub("", markdown).rstrip("\n")
+    return f"{text}\n\n{repo.links(path)}" if repo else text
+
+
+def with_readme_links(readme: str, repo: Repo, folder: str = "notebooks") -> str:
+    """README with a last column of links in the table of section "The notebooks"."""
+    start = readme.index("\n## The notebooks")
+    end = readme.find("\n## ", start + 1)
+    end = len(readme) if end < 0 else end
+    head = "| # | notebook | what you learn |"
+    out = []
+    for line in readme[start:end].split("\n"):
+        row = re.match(r"^(\|\s*\d+\s*\|\s*`([^`]+)`\s*\|[^|]*\|)", line)
+        if line.startswith(head):
+            line = head + " run it without installing |"
+        elif re.fullmatch(r"\|(-+\|){3,4}", line):
+            line = "|---|---|---|---|"
+        elif row:
+            line = f"{row[1]} {repo.links(f'{folder}/{row[2]}.ipynb')} |"
+        out.append(line)
+    return readme[:start] + "\n".join(out) + readme[end:]
+
+
+def _first(cells: list, kind: str) -> dict:
+    return next(c for c in cells if c["cell_type"] == kind)
+
+
+def update_notebook(path: Path, repo: Repo | None, root: Path = ROOT) -> bool:
+    """Write or refresh one notebook's set-up lines and links; True if it changed."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    markdown, code = _first(nb.cells, "markdown"), _first(nb.cells, "code")
+    relative = path.resolve().relative_to(root.resolve()).as_posix()
+    new_markdown, new_code = with_links(markdown.source, repo, relative), with_bootstrap(code.source, repo)
+    if (new_markdown, new_code) == (markdown.source, code.source):
+        return False
+    markdown.source, code.source = new_markdown, new_code
+    nbformat.write(nb, path)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.links", description=__doc__.split("\n")[0])
+    parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: GITHUB_REPOSITORY, else git's origin)")
+    parser.add_argument("--branch", default="main", help="the branch links point at (default: main)")
+    args = parser.parse_args(argv)
+    env = {"GITHUB_REPOSITORY": args.repo} if args.repo else None
+    repo = find_repo(env, ROOT, args.branch)
+    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if update_notebook(p, repo)]
+    if repo is None:
+        print(
+            "no repository address known (no --repo, no GITHUB_REPOSITORY, no GitHub remote 'origin'):"
+            " no links written; the notebooks' set-up lines ask for ATTNLIB_SOURCE where attnlib is missing."
+        )
+    else:
+        readme = ROOT / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        if (new := with_readme_links(text, repo)) != text:
+            readme.write_text(new, encoding="utf-8")
+            changed.append("README.md")
+        print(f"links to {repo.slug}@{repo.branch}")
+    print(f"updated: {', '.join(changed)}" if changed else "nothing to change")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
