@@ -158,6 +158,8 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
     assert 'rel="prev" href="01_first.html"' in middle and 'rel="next" href="15_new.html"' in middle
     assert "Ask the class" not in middle and "VBox(" not in middle and "100%|" not in middle
     assert "<script" not in middle and not re.search(r"""(src|href)=["']?https?:|url\(["']?https?:""", middle)
+    for page in pages:  # the licences are on every page (LICENSE, LICENSE-content.md)
+        assert "(CC BY 4.0" in page.read_text() and "MIT licence" in page.read_text()
 
 
 def test_progress_bars_on_stdout_are_left_out_and_epoch_lines_kept():

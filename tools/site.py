@@ -141,6 +141,15 @@ def _pager(items: list[Chapter], i: int) -> str:
     return f'<nav class="pager" aria-label="previous and next">{prev}{nxt}</nav>'
 
 
+# Every page ends with the licences (LICENSE, LICENSE-content.md): the content may be reused in
+# other courses, with credit, and a reader of the site must be able to see that.
+LICENCE_FOOTER = (
+    '<footer class="licence"><p>Text, figures and slides: Creative Commons Attribution 4.0 '
+    "(CC BY 4.0, creativecommons.org/licenses/by/4.0). Code (attnlib and the notebooks' code "
+    "cells): MIT licence.</p></footer>"
+)
+
+
 def _plain_page(title: str, nav: str, body: str) -> str:
     css = (TEMPLATES / "attn-page" / "static" / "site.css").read_text(encoding="utf-8")
     return (
@@ -148,7 +157,8 @@ def _plain_page(title: str, nav: str, body: str) -> str:
         f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
         f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
         f"<style>\n{css}\n</style>\n</head>\n"
-        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{body}\n</main></div>\n</body>\n</html>\n'
+        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{body}\n{LICENCE_FOOTER}\n</main></div>\n'
+        "</body>\n</html>\n"
     )
 
 
@@ -203,6 +213,7 @@ def build_site(
             "metadata": {"name": ch.title, "path": str(path.parent)},
             "series_nav": _nav(items, ch.stem),
             "pager": _pager(items, i),
+            "licence_footer": LICENCE_FOOTER,
             "chapter_links": (
                 f'<p class="chapter-links">Present it: <a href="slides/{ch.stem}.slides.html">slides</a>'
                 f' · Run it: <a href="notebooks/{ch.stem}.ipynb" download>{ch.stem}.ipynb</a>'
