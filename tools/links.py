@@ -193,7 +193,14 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m tools.links", description=__doc__.split("\n")[0])
     parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: GITHUB_REPOSITORY, else git's origin)")
-    parser.add_argument("--branch", default="main", help="the branch links point at (default: main)")
+    parser.add_argument(
+        "--branch",
+        default="main",
+        help=(
+            "the branch the set-up lines install attnlib from (default: main); "
+            "the links always open the student edition, on the branch student-edition"
+        ),
+    )
     args = parser.parse_args(argv)
     env = {"GITHUB_REPOSITORY": args.repo} if args.repo else None
     repo = find_repo(env, ROOT, args.branch)
