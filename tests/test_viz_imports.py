@@ -69,13 +69,9 @@ def test_only_the_viz_wing_imports_matplotlib_or_ipywidgets():
     assert offenders == [], "matplotlib and ipywidgets belong in attnlib/viz only:\n" + "\n".join(offenders)
 
 
-def test_importing_attnlib_its_checks_and_the_viz_index_loads_no_drawing_library():
-    code = (
-        "import sys; import attnlib; from attnlib import check; import attnlib.viz; "
-        f"print(sorted(m for m in {DRAWING_LIBRARIES!r} if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+# That `import attnlib`, `from attnlib import check` and `import attnlib.viz` load neither
+# matplotlib nor ipywidgets is checked in one fresh interpreter, for every module at once, by
+# tests/test_environment.py::test_import_attnlib_is_light.
 
 
 def _defined_names(path: Path) -> set[str]:
