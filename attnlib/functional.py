@@ -89,6 +89,17 @@ def require_attention_inputs(
     for name, t in (("query", query), ("key", key), ("value", value)):
         require_rank(name, t, (2, 3, 4), "(Tq, Dk), (B, Tq, Dk) or (B, H, Tq, Dk)")
     layout = _LAYOUTS[query.ndim]
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not t.is_floating_point():
+            raise TypeError(
+                f"expected {name} to hold floating-point numbers, got dtype {t.dtype}; "
+                f"convert it first, e.g. {name}.float()"
+            )
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            f"expected query, key and value of one dtype, got {query.dtype}, {key.dtype} and "
+            f"{value.dtype}; convert them to one, e.g. .float()"
+        )
     if key.ndim != query.ndim or value.ndim != query.ndim:
         raise ValueError(
             f"expected query, key and value of the same rank {layout}, got shapes "

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib import masked_softmax, scaled_dot_product_attention
+from attnlib import fused_attention, masked_softmax, scaled_dot_product_attention
 
 
 @st.composite
@@ -160,3 +160,17 @@ def test_mask_must_be_boolean_and_broadcast():
         scaled_dot_product_attention(q, k, v, torch.ones(2, 1, 1, 7, dtype=torch.bool))
     with pytest.raises(ValueError, match="does not broadcast"):
         scaled_dot_product_attention(q, k, v, torch.ones(5, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("attend", [scaled_dot_product_attention, fused_attention])
+def test_integer_or_mixed_dtypes_fail_before_any_matmul_with_a_clear_error(attend):
+    ids = torch.randint(0, 5, (2, 3, 4))
+    with pytest.raises(
+        TypeError, match=r"expected query to hold floating-point numbers, got dtype torch\.int64"
+    ):
+        attend(ids, ids, ids)
+    half, full = torch.randn(2, 3, 4).half(), torch.randn(2, 3, 4)
+    with pytest.raises(
+        TypeError, match=r"of one dtype, got torch\.float16, torch\.float32 and torch\.float32"
+    ):
+        attend(half, full, full)
