@@ -31,7 +31,8 @@ def attention_scores(query: torch.Tensor, key: torch.Tensor, scale: float | None
         ``(..., Tq, Tk)`` scores (before softmax).
     """
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return query @ key.transpose(-2, -1) * scale  # (..., Tq, Dk) @ (..., Dk, Tk) -> (..., Tq, Tk)
+    # The product is a fresh tensor, so it is scaled in place: one (..., Tq, Tk) copy fewer.
+    return (query @ key.transpose(-2, -1)).mul_(scale)  # (..., Tq, Dk) @ (..., Dk, Tk) -> (..., Tq, Tk)
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -197,13 +198,11 @@ def explicit_attention_unchecked(
     if is_causal:
         causal = causal_mask(query.shape[-2], device=query.device)
         mask = causal if mask is None else mask & causal
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    # Fresh tensors, so scaled and masked in place: the same numbers as attention_scores and
-    # masked_softmax give, without two more copies of the (..., Tq, Tk) scores.
-    scores = (query @ key.transpose(-2, -1)).mul_(scale)  # (..., Tq, Dk) @ (..., Dk, Tk) -> (..., Tq, Tk)
+    scores = attention_scores(query, key, scale)  # (..., Tq, Tk), a fresh tensor
     if mask is None:
         weights = torch.softmax(scores, dim=-1)
     else:
+        # Masked in place (the scores are ours): masked_softmax's numbers without its copy.
         weights = _softmax_masked_out(scores.masked_fill_(~mask, float("-inf")), mask)  # (..., Tq, Tk)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p, training=True)

@@ -23,7 +23,7 @@ from ._validate import (
     require_rank,
 )
 from .functional import explicit_attention_unchecked, fused_attention_unchecked, require_mask_fits
-from .masks import causal_mask, combine_masks, sliding_window_mask
+from .masks import combine_masks, sliding_window_mask
 from .multihead import merge_heads, split_heads
 from .rotary import apply_rotary
 
@@ -96,13 +96,9 @@ class GroupedQueryAttention(nn.Module):
         require_length("x", t, self.context_length)
         if mask is not None:
             require_mask_fits(mask, (b, self.num_heads, t, t))
-        is_causal = False
+        is_causal = self.causal and self.window is None  # the window already holds the causal cut
         if self.window is not None:
             mask = combine_masks(sliding_window_mask(t, self.window, device=x.device), mask)
-        elif self.causal and (self.need_weights or mask is not None):
-            mask = combine_masks(causal_mask(t, device=x.device), mask)
-        elif self.causal:
-            is_causal = True  # the fused kernels skip the masked half instead of filling it
         queries = split_heads(self.W_query(x), self.num_heads)  # (B, H, T, Dh)
         keys = split_heads(self.W_key(x), self.num_kv_heads)  # (B, G, T, Dh)
         values = split_heads(self.W_value(x), self.num_kv_heads)  # (B, G, T, Dh)
@@ -119,7 +115,7 @@ class GroupedQueryAttention(nn.Module):
         keys = keys.repeat_interleave(group, dim=1)  # (B, G, T, Dh) -> (B, H, T, Dh): head h gets h // group
         values = values.repeat_interleave(group, dim=1)  # (B, H, T, Dh)
         context, weights = explicit_attention_unchecked(
-            queries, keys, values, mask, dropout_p
+            queries, keys, values, mask, dropout_p, is_causal=is_causal
         )  # (B, H, T, Dh), (B, H, T, T)
         self.last_attn_weights = weights.detach()
         return self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)

@@ -26,7 +26,7 @@ from .functional import (
     fused_attention_unchecked,
     require_mask_fits,
 )
-from .masks import causal_mask, combine_masks
+from .masks import causal_mask
 from .self_attention import CausalAttention
 
 
@@ -169,8 +169,9 @@ class MultiHeadAttention(nn.Module):
             queries: ``(B, H, Tq, Dh)``.
             keys, values: ``(B, H, Tk, Dh)``.
             mask: bool, True = may attend, broadcastable to ``(B, H, Tq, Tk)``.
-            is_causal: also apply the causal mask (``Tq == Tk``); the fused kernels skip the
-                masked half of the scores instead of filling it.
+            is_causal: also apply the causal mask (``Tq == Tk``), combined with ``mask`` by the
+                attention functions; on the fast path with no other mask, the fused kernel builds no
+                mask tensor at all (and on long inputs skips key blocks above the diagonal).
 
         Returns:
             ``context`` ``(B, H, Tq, Dh)``.
@@ -226,18 +227,13 @@ class MultiHeadAttention(nn.Module):
         require_length("memory", tk, self.context_length)
         if mask is not None:
             require_mask_fits(mask, (x.shape[0], self.num_heads, tq, tk))
-        is_causal = False
-        if self.causal:
-            if memory is not x and tq != tk:
-                raise ValueError(f"causal attention needs Tq == Tk, got Tq={tq} and Tk={tk}")
-            if self.need_weights or mask is not None:
-                mask = combine_masks(self.causal_rows(0, tq, tk), mask)  # (Tq, Tk) & mask
-            else:
-                is_causal = True  # the fused kernels skip the masked half instead of filling it
+        if self.causal and memory is not x and tq != tk:
+            raise ValueError(f"causal attention needs Tq == Tk, got Tq={tq} and Tk={tk}")
 
         queries = self.project_queries(x)  # (B, H, Tq, Dh)
         keys, values = self.project_keys_values(memory)  # (B, H, Tk, Dh) each
-        return self.combine_heads(self.attend(queries, keys, values, mask, is_causal=is_causal))  # (B, Tq, D)
+        context = self.attend(queries, keys, values, mask, is_causal=self.causal)  # (B, H, Tq, Dh)
+        return self.combine_heads(context)  # (B, Tq, D)
 
 
 from ._deprecated import moved_names  # noqa: E402
