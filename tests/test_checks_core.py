@@ -241,3 +241,26 @@ def test_no_check_module_imports_plotting_or_a_deprecated_core_path():
         if path.name not in aliases:
             for old in ("..efficient import", "..cache import", ".._checks import", "..gpt import"):
                 assert old not in text, (path, old)
+
+
+def test_a_tuple_of_tensors_is_explained_by_shapes_and_first_difference():
+    """A wrong result among several is named, with its first differing element, never a cut repr."""
+    x = torch.arange(12.0).view(3, 4)
+    verdict = _core.run_check(
+        "T", lambda a: (a * 2, a + 1.5), lambda a: (a * 2, a + 1), [_core.Case("x", (x,))]
+    )
+    assert "result 2 of 2: first difference at index (0, 0): expected 1.0000, got 1.5000" in verdict.message
+    verdict = _core.run_check("T", lambda a: a * 2, lambda a: (a * 2, a + 1), [_core.Case("x", (x,))])
+    assert "expected a tuple of 2 results, got tensor of shape (3, 4)" in verdict.message
+    verdict = _core.run_check("T", lambda a: (a, a, a), lambda a: (a * 2, a + 1), [_core.Case("x", (x,))])
+    assert "expected a tuple of 2 results, got 3" in verdict.message
+    assert "tensor(" not in verdict.message
+
+
+def test_a_prediction_of_the_wrong_type_is_told_what_type_is_wanted():
+    assert "expected a number" in _core.check_answer("P", "three", 3).message
+    assert "expected a shape: a tuple of 2 whole numbers" in _core.check_answer("P", "2x3", (2, 3)).message
+    assert "expected True or False" in _core.check_answer("P", "yes", True).message
+    assert _core.check_answer("P", torch.Size([2, 3]), (2, 3)) and _core.check_answer("P", 3, 3.0)
+    long_text = _core.check_answer("P", "word " * 60, 3).message
+    assert len(long_text) < 250 and long_text.rstrip(".").endswith("...")

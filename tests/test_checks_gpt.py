@@ -158,6 +158,15 @@ def test_cached_attention_step_explains_typical_mistakes(wrong, hint):
     assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
+def test_kv_cache_memory_wants_a_number():
+    verdict = check.kv_cache_memory("576 MiB")
+    assert (
+        verdict.status == "fail"
+        and "expected a number" in verdict.message
+        and "str '576 MiB'" in verdict.message
+    )
+
+
 def test_kv_cache_memory_prediction():
     n = kv_cache_bytes(n_layers=12, n_kv_heads=12, head_dim=64, seq_len=1024, batch=8, bytes_per_value=4)
     assert n == 603_979_776
@@ -173,7 +182,6 @@ def test_kv_cache_memory_prediction():
         (603.98, "MB"),
         (0.5625, "GiB"),
         (12345, "multiply what one cached position costs"),
-        ("576 MiB", "multiply what one cached position costs"),
     ]:
         verdict = check.kv_cache_memory(wrong)
         assert not verdict and "hint:" in verdict.message and hint in verdict.message, (

@@ -92,9 +92,66 @@ def _is_student_frame(filename: str) -> bool:
 
 
 def _describe(x: Any) -> str:
+    """What ``x`` is, in a few words that never cut a number in half: shapes, not reprs."""
     if isinstance(x, torch.Tensor):
         return f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
-    return f"{type(x).__name__} {x!r}"[:120]
+    if isinstance(x, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in x):
+        parts = "; ".join(_describe(v) for v in x[:4]) + ("; ..." if len(x) > 4 else "")
+        return f"{type(x).__name__} of {len(x)}: ({parts})"
+    text = f"{type(x).__name__} {x!r}"
+    return text if len(text) <= 120 else text[:117].rsplit(" ", 1)[0] + " ..."
+
+
+def wanted(expected: Any) -> str:
+    """The kind of answer ``expected`` is, as a request: "a number", "a tuple of 2 results", ..."""
+    if isinstance(expected, bool):
+        return "True or False"
+    if isinstance(expected, (int, float)):
+        return "a number (an int or a float, not a string)"
+    if isinstance(expected, torch.Tensor):
+        return "a tensor"
+    if isinstance(expected, str):
+        return "a string"
+    if isinstance(expected, (tuple, list)) and all(isinstance(v, int) for v in expected):
+        return f"a shape: a tuple of {len(expected)} whole numbers"
+    if isinstance(expected, (tuple, list)):
+        return f"a {type(expected).__name__} of {len(expected)} results"
+    return f"a {type(expected).__name__}"
+
+
+def wrong_type(got: Any, expected: Any) -> bool:
+    """True when ``got`` is not even the kind of thing ``expected`` is (a string for a number, ...)."""
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return isinstance(expected, bool) != isinstance(got, bool)
+    if isinstance(expected, (int, float)):
+        return not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1)
+    if isinstance(expected, torch.Tensor):
+        return not isinstance(got, torch.Tensor)
+    if isinstance(expected, (tuple, list)):
+        return not isinstance(got, (tuple, list, torch.Size))
+    if isinstance(expected, str):
+        return not isinstance(got, str)
+    return False
+
+
+def explain(got: Any, expected: Any) -> str:
+    """Why ``got`` is not ``expected``, in one line: the wrong kind of answer, the shapes, or the first
+    differing element (for a tuple of results, of the first result that differs)."""
+    if got is None:
+        return "your function returned None: did you forget `return`?"
+    if wrong_type(got, expected):
+        return f"expected {wanted(expected)}, got {_describe(got)}"
+    if isinstance(expected, torch.Tensor):
+        if got.shape != expected.shape:
+            return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        return _first_difference(got, expected)
+    if isinstance(expected, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in expected):
+        if len(got) != len(expected):
+            return f"expected {wanted(expected)}, got {len(got)}"
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if not same(g, e):
+                return f"result {i + 1} of {len(expected)}: {explain(g, e)}"
+    return f"expected {_describe(expected)}, got {_describe(got)}"
 
 
 def randn(*shape: int, seed: int) -> torch.Tensor:
@@ -266,19 +323,7 @@ def run_check(
         expected = case.call(reference)
         if same(got, expected, atol):
             continue
-        lines = [f"{FAIL} {title}, {where}:"]
-        if got is None:
-            lines.append("   your function returned None: did you forget `return`?")
-        elif (
-            isinstance(expected, torch.Tensor)
-            and isinstance(got, torch.Tensor)
-            and got.shape != expected.shape
-        ):
-            lines.append(f"   expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
-        elif isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor):
-            lines.append(f"   {_first_difference(got, expected)}")
-        else:
-            lines.append(f"   expected {_describe(expected)}, got {_describe(got)}")
+        lines = [f"{FAIL} {title}, {where}:", f"   {explain(got, expected)}"]
         for mistake in mistakes:
             try:
                 matched = same(got, case.call(mistake.wrong), atol)
@@ -299,7 +344,10 @@ def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol
         isinstance(expected, tuple) and isinstance(answer, (torch.Size, list)) and tuple(answer) == expected
     ):
         return Verdict(True, f"{PASS} {title}: right, it is {expected!r}.", "pass")
-    text = f"{FAIL} {title}: you predicted {answer!r}; that is not it."
+    if wrong_type(answer, expected):
+        return Verdict(False, f"{FAIL} {title}: expected {wanted(expected)}, got {_describe(answer)}.")
+    said = _describe(answer) if isinstance(answer, torch.Tensor) else repr(answer)
+    text = f"{FAIL} {title}: you predicted {said}; that is not it."
     return Verdict(False, text + (f"\n   hint: {hint}" if hint else ""))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
-from ._core import FAIL, PASS, Case, Mistake, Verdict, check_answer, run_check, same
+from ._core import FAIL, PASS, Case, Mistake, Verdict, check_answer, run_check, same, wrong_type
 
 __all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs"]
 
@@ -206,8 +206,8 @@ def kv_cache_memory(answer: object) -> Verdict:
         batch=c["batch"],
         bytes_per_value=c["bytes"],
     )
-    if answer is ...:
-        return check_answer(title, answer, n)  # the "not yet" of every prediction
+    if answer is ... or wrong_type(answer, n):
+        return check_answer(title, answer, n)  # the "not yet", or "expected a number", of every prediction
     if same(answer, float(n), atol=0.5):
         return Verdict(
             True,
