@@ -46,7 +46,7 @@ from .multihead import (
 )
 from .repro import reproducible
 from .rotary import apply_rotary, rotary_angles
-from .sampling import next_token_probs, sample_next, top_k_logits
+from .sampling import next_token_probs, sample_next, top_k_logits, top_p_logits
 from .scorers import (
     AdditiveAttention,
     AttentionGeneral,
@@ -140,6 +140,7 @@ __all__ = [
     "to_masked_out",
     "to_torch_transformer",
     "top_k_logits",
+    "top_p_logits",
     "train",
     "train_or_load",
 ]

@@ -106,7 +106,8 @@ class LayerNorm(nn.Module):
 
     ``y = gamma * (x - mean) / sqrt(var + eps) + beta`` with the biased variance over the last
     dimension, what ``nn.LayerNorm(dim, eps)`` computes (``gamma`` is its ``weight``, ``beta``
-    its ``bias``). Notebook 10 writes the formula out and checks it against this module; here
+    its ``bias``; Ba et al., 2016, call them the gain and the bias, and ``gamma``/``beta`` are
+    BatchNorm's names). Notebook 10 writes the formula out and checks it against this module; here
     it is one call to ``F.layer_norm``, whose single fused kernel (forward and backward) trains
     the series' small Transformers about a sixth faster than the five operations of the formula.
 

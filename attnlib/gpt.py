@@ -89,7 +89,9 @@ class GPTBlock(nn.Module):
 class GPT(nn.Module):
     """Token and learned position embeddings, ``L`` pre-LN blocks, a final LayerNorm, a linear head.
 
-    Weights start ``N(0, 0.02)`` as in GPT (Radford et al., 2018), biases at 0.
+    Weights start ``N(0, 0.02)`` as in GPT (Radford et al., 2018, §4.1), biases at 0. GPT-2's
+    extra ``1/sqrt(N)`` scaling of the residual layers' weights (Radford et al., 2019, §2.3) is
+    not applied: every ``nn.Linear`` starts at std 0.02.
 
     Args:
         vocab_size: vocabulary size ``V``.
@@ -99,7 +101,8 @@ class GPT(nn.Module):
         n_layers: blocks ``L``.
         hidden_dim: feed-forward width; ``4 * dim`` if None.
         dropout: dropout probability on embeddings, attention weights and sublayers.
-        tie_weights: share the token embedding with the output head (Press & Wolf, 2017).
+        tie_weights: share the token embedding with the output head, as GPT's
+            ``softmax(h W_e^T)`` (Radford et al., 2018, eq. 2; Press & Wolf, 2017).
     """
 
     def __init__(
@@ -180,6 +183,8 @@ class GPT(nn.Module):
         top_k: int | None = None,
         use_cache: bool = True,
         generator: torch.Generator | None = None,
+        *,
+        top_p: float | None = None,
     ) -> torch.Tensor:
         """Append ``max_new_tokens`` tokens, each sampled from the model's next-token distribution.
 
@@ -194,6 +199,8 @@ class GPT(nn.Module):
             top_k: sample only among the ``top_k`` most likely tokens (None: all ``V``).
             use_cache: keep every layer's keys and values (:class:`~attnlib.kv_cache.KVCache`).
             generator: random numbers for sampling, for reproducible draws.
+            top_p: sample only among the fewest most likely tokens whose probability reaches
+                ``top_p`` (nucleus sampling; None: all).
 
         Returns:
             ``(B, T + max_new_tokens)`` ids: the prompt, then the new tokens.
@@ -202,13 +209,13 @@ class GPT(nn.Module):
             raise ValueError(f"expected max_new_tokens, an int >= 0, got {max_new_tokens!r}")
         self.require_ids(idx)
         require_length("prompt + max_new_tokens", idx.shape[1] + max_new_tokens, self.context_length)
-        sampling.require_sampling(temperature, top_k)
+        sampling.require_sampling(temperature, top_k, top_p)
         with evaluating(self):
             cache = self.new_cache() if use_cache else None
             step_input = idx
             for _ in range(max_new_tokens):
                 logits = self(step_input, cache)[:, -1]  # (B, V): the last position's prediction
-                next_token = sampling.sample_next(logits, temperature, top_k, generator)  # (B,)
+                next_token = sampling.sample_next(logits, temperature, top_k, generator, top_p=top_p)  # (B,)
                 idx = torch.cat([idx, next_token[:, None]], dim=1)  # (B, T + 1)
                 step_input = next_token[:, None] if use_cache else idx
         return idx

@@ -204,9 +204,13 @@ class AttentionGeneral(_Scorer):
 class AttentionParams(_Scorer):
     """Additive attention ``vᵀ tanh(W [h_t; h_s] + b)`` (Bahdanau et al., 2015).
 
-    Bahdanau's score, which Luong calls *concat*. ``W`` is one ``Linear(2H, H)`` and ``v``
-    starts uniform in [0, 1); the key half of ``W`` is applied once per batch rather than to
-    every (query, key) concatenation, which gives the same scores faster.
+    Bahdanau's score, which Luong calls *concat*. The paper writes it
+    ``v_aᵀ tanh(W_a s_{i-1} + U_a h_j)`` (appendix A.1.2): ``W`` here is ``[W_a U_a]``, one
+    ``Linear(2H, H)``, whose bias ``b`` the paper leaves out of its equations; the attention width
+    ``n'`` is ``H``. ``v`` starts uniform in [0, 1). Since ``U_a h_j`` does not depend on the
+    decoder step, the paper notes it can be precomputed (A.1.2): the key half of ``W`` is applied
+    once per batch rather than to every (query, key) concatenation, which gives the same scores
+    faster.
 
     Args:
         hidden_size: ``H``.

@@ -4,9 +4,10 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), `
 length, ``H`` hidden size (also the embedding width ``E`` here), ``L`` LSTM layers, ``V``
 target vocabulary.
 
-* :class:`Encoder`: a bidirectional LSTM; its outputs are projected back to ``H`` (``fc`` +
-  tanh) and serve as keys and values; the two directions' final states are summed to start
-  the decoder.
+* :class:`Encoder`: a bidirectional LSTM (Bahdanau et al. used gated recurrent units); its
+  outputs are projected back to ``H`` (``fc`` + tanh; the paper keeps them ``2H`` wide) and serve
+  as keys and values; the two directions' final states are summed to start the decoder (the
+  paper: ``s_0 = tanh(W_s h←_1)``).
 * :class:`~attnlib.attention_decoders.DecoderWithAttention` (Bahdanau's order) and
   :class:`~attnlib.attention_decoders.LuongDecoder` (Luong's order) are the decoders with
   attention, in :mod:`attnlib.attention_decoders`.
@@ -107,7 +108,17 @@ def lstm_step(
 
 
 class Encoder(nn.Module):
-    """Bidirectional LSTM encoder (Bahdanau et al., 2015, §3.2).
+    """Bidirectional LSTM encoder: the bidirectional encoder of Bahdanau et al. (2015, §3.2), changed.
+
+    Where the paper differs (notebook 08 tabulates it):
+
+    * units: LSTMs; the paper uses the gated hidden units of Cho et al. (2014), later called the GRU
+      (appendix A.1.1);
+    * annotations: the paper keeps ``h_j = [h→_j; h←_j]``, ``2n`` wide (eq. 7); here they are
+      projected back to ``H`` (``fc`` + tanh), so that keys, values and decoder state share one
+      width and every scorer of :mod:`attnlib.scorers` applies;
+    * the decoder's initial state: the paper's is ``s_0 = tanh(W_s h←_1)`` (A.2.2);
+      :meth:`Seq2Seq.encode` sums the two directions' final states instead, with no layer.
 
     Args:
         vocab_size: source vocabulary size.

@@ -188,3 +188,39 @@ def addition_lines(n: int | None = None, seed: int = 0, *, digits: int = 2) -> l
         prompt = f"{a:0{digits}d}+{b:0{digits}d}="
         lines.append((prompt, f"{prompt}{a + b:0{digits + 1}d}"))
     return lines
+
+
+def addition_split(
+    n_test: int = 1000, seed: int = 0, *, digits: int = 2
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """All :func:`addition_lines`, split so that no held-out sum is seen in either order.
+
+    ``a+b`` and its commuted twin ``b+a`` always land on the same side: the held-out lines are
+    the first unordered pairs ``{a, b}`` of the seeded order, both orders of each, until
+    ``n_test`` lines (a pair that would overshoot is skipped for a later ``a+a``, which is one line).
+
+    Args:
+        n_test: held-out lines.
+        seed: the order of :func:`addition_lines`.
+        digits: digits per operand.
+
+    Returns:
+        ``(train, test)`` lists of ``(prompt, line)`` pairs, each in the seeded order.
+    """
+    lines = addition_lines(seed=seed, digits=digits)
+    if not 1 <= n_test < len(lines):
+        raise ValueError(f"expected n_test in [1, {len(lines) - 1}], got {n_test}")
+    operands = lambda prompt: frozenset(prompt[:-1].split("+"))  # noqa: E731 - {a, b}, unordered
+    held: set[frozenset[str]] = set()
+    size = 0
+    for prompt, _ in lines:
+        pair = operands(prompt)
+        cost = len(pair) if pair not in held else 0  # a+a is one line, a+b and b+a two
+        if 0 < cost <= n_test - size:
+            held.add(pair)
+            size += cost
+        if size == n_test:
+            break
+    test = [line for line in lines if operands(line[0]) in held]
+    train = [line for line in lines if operands(line[0]) not in held]
+    return train, test

@@ -62,6 +62,7 @@ def tiled_attention(
     scale: float | None = None,
     *,
     is_causal: bool = False,
+    window: int | None = None,
     block_q: int = 64,
     block_k: int = 64,
 ) -> torch.Tensor:
@@ -72,7 +73,10 @@ def tiled_attention(
     values keeping a running max ``m``, a running sum ``ell`` and an unnormalised output ``acc``;
     rescale ``ell`` and ``acc`` by ``exp(m_old - m_new)`` when the max grows; divide by ``ell`` once
     at the end. The ``(Tq, Tk)`` score matrix never exists, only one tile of it. With
-    ``is_causal`` the tiles entirely above the diagonal are skipped. No dropout.
+    ``is_causal`` the tiles entirely above the diagonal are skipped, and with a ``window`` also
+    those entirely below the band: a mask tensor would still compute every score, skipping does
+    not. The running max, sum and output are kept in float32 at least (as real kernels do), so
+    bfloat16 and float16 inputs lose precision only in the inputs and the result. No dropout.
 
     Args:
         query: ``(..., Tq, Dk)``; ``...`` is ``()``, ``(B,)`` or ``(B, H)``.
@@ -81,6 +85,9 @@ def tiled_attention(
         mask: bool, True = may attend, broadcastable to ``(..., Tq, Tk)``.
         scale: multiplies the dot products; ``1 / sqrt(Dk)`` if None.
         is_causal: also apply a causal mask (requires ``Tq == Tk``).
+        window: with ``is_causal``, a causal sliding window of this many keys, the query's own
+            included: query ``i`` sees keys ``i - window + 1 .. i``, exactly
+            :func:`attnlib.masks.sliding_window_mask`.
         block_q: queries per tile.
         block_k: keys per tile.
 
@@ -105,6 +112,10 @@ def tiled_attention(
     tq, tk = query.shape[-2], key.shape[-2]
     if is_causal and tq != tk:
         raise ValueError(f"is_causal needs Tq == Tk, got Tq={tq} and Tk={tk}")
+    if window is not None:
+        require_positive_int("window", window)
+        if not is_causal:
+            raise ValueError("window is a causal sliding window: it needs is_causal=True")
     scores_shape = (*query.shape[:-1], tk)
     if mask is not None:
         require_bool_mask(mask)
@@ -119,21 +130,34 @@ def tiled_attention(
         mask = mask.expand(scores_shape)  # a view: no (Tq, Tk) copy is made
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
 
+    # Reduced-precision inputs keep their statistics and sums in float32 (float64 stays float64).
+    acc_dtype = torch.promote_types(query.dtype, torch.float32)
     context = query.new_empty((*query.shape[:-1], value.shape[-1]))  # (..., Tq, Dv)
     for q0 in range(0, tq, block_q):
         q1 = min(q0 + block_q, tq)
-        q_blk = query[..., q0:q1, :] * scale  # (..., bq, Dk)
-        m = torch.full((*q_blk.shape[:-1], 1), float("-inf"), dtype=query.dtype)  # (..., bq, 1)
+        q_blk = query[..., q0:q1, :].to(acc_dtype) * scale  # (..., bq, Dk)
+        m = torch.full(
+            (*q_blk.shape[:-1], 1), float("-inf"), dtype=acc_dtype, device=query.device
+        )  # (..., bq, 1)
         ell = torch.zeros_like(m)  # (..., bq, 1)
-        acc = torch.zeros((*q_blk.shape[:-1], value.shape[-1]), dtype=query.dtype)  # (..., bq, Dv)
+        acc = q_blk.new_zeros((*q_blk.shape[:-1], value.shape[-1]))  # (..., bq, Dv)
         k_end = min(tk, q1) if is_causal else tk  # causal: keys after the block's last query never count
-        for k0 in range(0, k_end, block_k):
+        # window: keys before q0 - window + 1 are out of every query's band; start at their tile
+        k_start = 0 if window is None else max(0, q0 - window + 1) // block_k * block_k
+        for k0 in range(k_start, k_end, block_k):
             k1 = min(k0 + block_k, tk)
-            s = q_blk @ key[..., k0:k1, :].transpose(-2, -1)  # (..., bq, Dk) @ (..., Dk, bk) -> (..., bq, bk)
+            k_blk, v_blk = (
+                key[..., k0:k1, :].to(acc_dtype),
+                value[..., k0:k1, :].to(acc_dtype),
+            )  # (..., bk, D*)
+            s = q_blk @ k_blk.transpose(-2, -1)  # (..., bq, Dk) @ (..., Dk, bk) -> (..., bq, bk)
             visible = None if mask is None else mask[..., q0:q1, k0:k1]  # (..., bq, bk)
-            if is_causal and k1 - 1 > q0:  # the tile crosses the diagonal
-                rows = torch.arange(q0, q1)[:, None]
-                visible = combine_masks(visible, torch.arange(k0, k1)[None, :] <= rows)  # (bq, bk)
+            crosses_diagonal = is_causal and k1 - 1 > q0
+            crosses_band_edge = window is not None and k0 <= q1 - 1 - window  # the last query misses k0
+            if crosses_diagonal or crosses_band_edge:
+                rows, cols = torch.arange(q0, q1)[:, None], torch.arange(k0, k1)[None, :]
+                band = cols <= rows if window is None else (cols <= rows) & (cols > rows - window)
+                visible = combine_masks(visible, band.to(query.device))  # (bq, bk)
             if visible is not None:
                 s = s.masked_fill(~visible, float("-inf"))
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., bq, 1)
@@ -141,8 +165,9 @@ def tiled_attention(
             p = torch.exp(s - shift)  # (..., bq, bk); masked keys give exp(-inf) = 0
             rescale = torch.exp(m - shift)  # (..., bq, 1); 0 while nothing was visible
             ell = ell * rescale + p.sum(dim=-1, keepdim=True)
-            acc = acc * rescale + p @ value[..., k0:k1, :]  # (..., bq, bk) @ (..., bk, Dv) -> (..., bq, Dv)
+            acc = acc * rescale + p @ v_blk  # (..., bq, bk) @ (..., bk, Dv) -> (..., bq, Dv)
             m = m_new
         # ell == 0 only where every key was masked: attnlib gives such queries a zero context.
-        context[..., q0:q1, :] = torch.where(ell > 0, acc / ell.clamp_min(torch.finfo(ell.dtype).tiny), 0.0)
+        out = torch.where(ell > 0, acc / ell.clamp_min(torch.finfo(ell.dtype).tiny), 0.0)  # (..., bq, Dv)
+        context[..., q0:q1, :] = out.to(context.dtype)
     return context

@@ -23,7 +23,7 @@ from torch import nn
 
 from ._deprecated import moved_names
 from ._validate import require_divisible, require_positive_int, require_probability, require_rank
-from .blocks import LayerNorm
+from .blocks import LayerNorm, sinusoidal_encoding
 from .fused_qkv import Attention
 
 __getattr__ = moved_names(
@@ -55,6 +55,58 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     x = images.reshape(b, c, h // p, p, w // p, p)  # (B, C, Hi, Wi) -> (B, C, Gh, P, Gw, P)
     x = x.permute(0, 2, 4, 1, 3, 5)  # -> (B, Gh, Gw, C, P, P)
     return x.reshape(b, (h // p) * (w // p), c * p * p)  # -> (B, N, C*P*P)
+
+
+def sincos_2d_position_embedding(grid_size: int, dim: int) -> torch.Tensor:
+    """Fixed 2-D sine-cosine position embeddings for a square grid of patches.
+
+    Half of the width encodes the patch's grid row, half its grid column, each with the 1-D
+    encoding of "Attention Is All You Need" (:func:`attnlib.blocks.sinusoidal_encoding`):
+    ``E[k] = [PE_{D/2}(k // G), PE_{D/2}(k % G)]`` for patch ``k`` (row by row). Row first, then
+    column, is this package's convention; published code also uses the other order.
+
+    Args:
+        grid_size: ``G`` patches per side.
+        dim: width ``D``, divisible by 4 (two halves of sine-cosine pairs).
+
+    Returns:
+        ``(G * G, D)``, one row per patch, no class token.
+    """
+    g = require_positive_int("grid_size", grid_size)
+    if require_positive_int("dim", dim) % 4:
+        raise ValueError(f"expected dim divisible by 4 (row and column halves of sin-cos pairs), got {dim}")
+    half = sinusoidal_encoding(g, dim // 2)  # (G, D/2): one row per grid coordinate
+    rows = half.repeat_interleave(g, dim=0)  # (G*G, D/2): patch k gets row k // G
+    cols = half.repeat(g, 1)  # (G*G, D/2): patch k gets column k % G
+    return torch.cat([rows, cols], dim=1)  # (G*G, D)
+
+
+def resize_pos_embed(pos_embed: torch.Tensor, new_grid: int) -> torch.Tensor:
+    """Position embeddings for a larger (or smaller) patch grid, by 2-D interpolation.
+
+    Dosovitskiy et al. (2021, §3.2) fine-tune at a higher resolution with the same patch size,
+    so the grid grows; they interpolate the learned embeddings in 2-D "according to their
+    location in the original image". The class token's embedding has no location and is kept.
+    Bilinear, ``align_corners=False`` (timm's ``resample_abs_pos_embed`` uses bicubic).
+
+    Args:
+        pos_embed: ``(1, 1 + G*G, D)``, the class token's embedding first.
+        new_grid: ``G'`` patches per side.
+
+    Returns:
+        ``(1, 1 + G'*G', D)``.
+    """
+    require_rank("pos_embed", pos_embed, (3,), "(1, 1 + G*G, D)")
+    g = round((pos_embed.shape[1] - 1) ** 0.5)
+    if pos_embed.shape[0] != 1 or g * g != pos_embed.shape[1] - 1:
+        raise ValueError(f"expected pos_embed of shape (1, 1 + G*G, D), got {tuple(pos_embed.shape)}")
+    new = require_positive_int("new_grid", new_grid)
+    cls, patches = pos_embed[:, :1], pos_embed[:, 1:]  # (1, 1, D), (1, G*G, D)
+    d = patches.shape[-1]
+    grid = patches.reshape(1, g, g, d).permute(0, 3, 1, 2)  # (1, G*G, D) -> (1, D, G, G)
+    grid = torch.nn.functional.interpolate(grid, size=(new, new), mode="bilinear", align_corners=False)
+    patches = grid.permute(0, 2, 3, 1).reshape(1, new * new, d)  # (1, D, G', G') -> (1, G'*G', D)
+    return torch.cat([cls, patches], dim=1)  # (1, 1 + G'*G', D)
 
 
 class PatchEmbed(nn.Module):

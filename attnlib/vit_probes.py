@@ -10,6 +10,10 @@ Two ways to ask which patches a :class:`~attnlib.vit.VisionTransformer` relies o
   attention of every layer back to the input tokens.
 * :func:`occlude` changes the input: blank one patch and see how the prediction moves. It is
   the test an attention map may pass or fail (notebook 14, section 5).
+
+Two small statistics compare them: :func:`rank_correlation` (Spearman's, with average ranks
+for ties, which are common: blank patches all score alike) and :func:`bootstrap_interval`
+(a percentile interval for a mean over test images).
 """
 
 from __future__ import annotations
@@ -78,3 +82,61 @@ def occlude(
         r, c = divmod(k, grid_w)  # row-major: patch k sits in grid row k // Gw, column k % Gw
         out[i, :, r * p : (r + 1) * p, c * p : (c + 1) * p] = value
     return out
+
+
+def average_ranks(x: torch.Tensor) -> torch.Tensor:
+    """Ranks along the last axis, 1 for the smallest; tied values share their average rank.
+
+    Args:
+        x: ``(..., N)``.
+
+    Returns:
+        ``(..., N)`` float ranks (what ``scipy.stats.rankdata(x, axis=-1)`` gives).
+    """
+    below = (x.unsqueeze(-1) > x.unsqueeze(-2)).sum(-1)  # (..., N, N) -> (..., N): how many are smaller
+    ties = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)  # (..., N): how many are equal, itself included
+    return below.to(torch.float64) + (ties.to(torch.float64) + 1) / 2
+
+
+def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Spearman's rank correlation along the last axis, ties given average ranks.
+
+    Args:
+        a: ``(..., N)`` scores.
+        b: ``(..., N)`` scores, e.g. the occlusion drop of each patch.
+
+    Returns:
+        ``(...,)`` float64 correlations in ``[-1, 1]``; NaN where one side is constant (no ranking).
+    """
+    if a.shape != b.shape:
+        raise ValueError(f"expected a and b of the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    ra, rb = average_ranks(a), average_ranks(b)
+    ra, rb = ra - ra.mean(-1, keepdim=True), rb - rb.mean(-1, keepdim=True)
+    return (ra * rb).sum(-1) / (ra.norm(dim=-1) * rb.norm(dim=-1))  # Pearson's r of the ranks
+
+
+def bootstrap_interval(
+    values: torch.Tensor, *, num_samples: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """A percentile bootstrap interval for the mean of ``values`` (Efron & Tibshirani, 1993).
+
+    Resample the values (test images, say) with replacement ``num_samples`` times, take each
+    resample's mean, and return the central ``level`` range of those means.
+
+    Args:
+        values: ``(M,)`` one number per independent unit.
+        num_samples: bootstrap resamples.
+        level: coverage of the interval.
+        seed: seeds a private generator; the global one is left alone.
+
+    Returns:
+        ``(low, high)``.
+    """
+    require_rank("values", values, (1,), "(M,)")
+    g = torch.Generator().manual_seed(seed)
+    v = values.detach().to(torch.float64)
+    picks = torch.randint(0, len(v), (require_positive_int("num_samples", num_samples), len(v)), generator=g)
+    means = v[picks].mean(1)  # (S, M) -> (S,)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64))
+    return float(low), float(high)

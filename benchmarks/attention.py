@@ -14,6 +14,10 @@ Rows:
   causal mask, at T = 128, 512 and 1024, on one and two threads;
 * ``attnlib.functional.scaled_dot_product_attention`` (the explicit path) against a plain
   explicit ``softmax(Q Kᵀ / √d + mask) V`` and against ``F.scaled_dot_product_attention``;
+* a causal sliding window (notebook 13): ``attnlib.tiled.tiled_attention(..., window=w)``, which
+  skips the tiles outside the band, against attnlib's explicit attention and
+  ``F.scaled_dot_product_attention`` given the same boolean window mask (both compute all T²
+  scores), forward only, T = 512 to 8192; with the peak memory of each (``attnlib.memory``);
 * one training step of notebook 11's Transformer (same batch, loss and optimiser step) against
   ``nn.Transformer`` holding the same layers, with the same embeddings and output layer.
 
@@ -36,6 +40,9 @@ from torch import nn
 
 import attnlib
 from attnlib.functional import scaled_dot_product_attention
+from attnlib.masks import sliding_window_mask
+from attnlib.memory import peak_memory
+from attnlib.tiled import tiled_attention
 from attnlib.transformer import Transformer
 
 try:
@@ -217,6 +224,27 @@ def transformer_rows(rounds: int) -> list[tuple[str, dict[str, float]]]:
     ]
 
 
+WINDOW_LENGTHS = (512, 1024, 2048, 4096, 8192)
+
+
+def window_rows(rounds: int, window: int = 256) -> list[tuple[str, dict[str, float]]]:
+    """Forward seconds, B=1, H=2, Dh=32, a causal window of ``window`` keys; the peak memory of
+    each method, in MB, is printed as it goes."""
+    rows = []
+    for t in WINDOW_LENGTHS:
+        q, k, v = torch.randn(3, 1, 2, t, 32).unbind(0)
+        band = sliding_window_mask(t, window)  # (T, T): True = may attend
+        steps = {
+            "F.sdpa + mask": partial(F.scaled_dot_product_attention, q, k, v, attn_mask=band),
+            "attnlib + mask": partial(scaled_dot_product_attention, q, k, v, band),
+            "tiled, window": partial(tiled_attention, q, k, v, is_causal=True, window=window),
+        }
+        peaks = "  ".join(f"{name}: {peak_memory(step) / 1e6:8.2f} MB" for name, step in steps.items())
+        print(f"  T={t:<5d} w={window}, peak memory (mask made beforehand): {peaks}", flush=True)
+        rows.append((f"T={t}, w={window}, B=1, H=2, Dh=32", side_by_side(steps, rounds, warmup=1)))
+    return rows
+
+
 def report(title: str, rows: list[tuple[str, dict[str, float]]], reference: str) -> None:
     print(f"\n{title} (median ms; ratio = time / {reference})")
     for name, times in rows:
@@ -229,11 +257,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds: check that the script runs")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", choices=["mha", "functional", "transformer"], nargs="+")
+    parser.add_argument("--only", choices=["mha", "functional", "window", "transformer"], nargs="+")
     args = parser.parse_args()
     rounds = 2 if args.quick else 9
     print(f"torch {torch.__version__}, CPU code path {torch.backends.cpu.get_cpu_capability()}")
-    only = set(args.only or ["mha", "functional", "transformer"])
+    only = set(args.only or ["mha", "functional", "window", "transformer"])
     for threads in args.threads:
         torch.set_num_threads(threads)
         print(f"\n=== {threads} thread{'s' if threads > 1 else ''} ===")
@@ -243,6 +271,8 @@ def main() -> None:
             report(
                 "Scaled dot-product attention, forward + backward", functional_rows(rounds), "plain explicit"
             )
+        if "window" in only:
+            report("Causal sliding window, forward", window_rows(rounds), "F.sdpa + mask")
         if "transformer" in only:
             report("Training step", transformer_rows(rounds), "nn.Transformer")
 

@@ -3,8 +3,12 @@
 Builds the decks and the site from the stored notebooks into a temporary folder, opens each
 file with Debian's ``chromium`` driven by Playwright, and fails on: a console error, a request
 to the network (anything but ``file:`` and ``data:``), a broken internal link or resource, an
-image that does not load, maths left as raw TeX, and, in the decks, a slide whose content does
-not fit the 1280x720 viewport or a code line clipped at the right. Skips, saying why, where no
+image that does not load, maths left as raw TeX, any WCAG 2.0/2.1 level A or AA violation that
+axe-core finds (every site page, and every slide of every deck, in reveal.js's scroll view with
+all fragments shown), and, in the decks, a slide whose content does not fit the 1280x720 viewport
+or a code line clipped at the right. Every site page is also opened on a 390-px phone: nothing may
+push the page sideways, the chapter list starts closed, wide maths scrolls, and a tapped figure
+opens at full size. Skips, saying why, where no
 Chromium is installed (``.ci/run`` installs it, so CI always runs this test).
 
 ``ATTN_SCREENSHOTS=folder`` also saves a screenshot of every site page and deck title slide.
@@ -80,13 +84,18 @@ WALK_SLIDES = r"""() => {
 }"""
 
 
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+SHOW_FRAGMENTS = ".reveal .fragment { opacity: 1 !important; visibility: visible !important; }"
+
+
 def _chromium_missing() -> str | None:
     if not Path(CHROMIUM).exists():
         return f"no Chromium at {CHROMIUM} (apt-get install -y chromium; .ci/run does this in CI)"
     try:
+        import axe_playwright_python  # noqa: F401
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "the playwright package is not installed (make venv)"
+        return "the playwright or axe-playwright-python package is not installed (make venv)"
     return None
 
 
@@ -141,8 +150,82 @@ def _check(page, path: Path, problems: list[str], shots: Path | None) -> dict | 
         page.evaluate("() => Reveal.slide(0, 0)")
     if shots is not None:
         page.screenshot(path=str(shots / f"{path.stem}.png"), full_page=slides is None)
+    if slides is not None:  # every slide at once, fragments shown: reveal.js's scroll view
+        page.goto(path.as_uri() + "?view=scroll")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady() && Reveal.isScrollView()")
+        page.add_style_tag(content=SHOW_FRAGMENTS)
+    problems += [f"{name}: {v}" for v in _accessibility_violations(page)]
     problems += [f"{name}: console error: {e[:200]}" for e in errors]
     return slides
+
+
+PHONE = {"width": 390, "height": 844}
+# On a phone: what pushes the page sideways (code blocks, maths and tables scroll inside
+# themselves), whether the chapter list is closed, and display maths too wide to scroll.
+PHONE_LAYOUT = r"""() => ({
+  pageWidth: document.documentElement.scrollWidth,
+  sideways: [...document.querySelectorAll("main *")]
+    .filter(e => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest("pre, math, table"))
+    .slice(0, 3).map(e => e.tagName.toLowerCase() + ": " + e.textContent.slice(0, 40)),
+  menuOpen: [...document.querySelectorAll("details.menu")].some(d => d.open),
+  mathCut: [...document.querySelectorAll('math[display="block"]')]
+    .filter(m => m.scrollWidth > m.clientWidth + 1
+                 && !["auto", "scroll"].includes(getComputedStyle(m).overflowX)).length,
+})"""
+
+
+def _check_phone(page, path: Path, problems: list[str]) -> None:
+    """One site page on a 390-px phone: nothing pushes the page sideways, the chapter list waits
+    behind its button, wide maths scrolls, and a tap shows a figure at full size."""
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    name = f"{path.name} (phone)"
+    layout = page.evaluate(PHONE_LAYOUT)
+    if layout["pageWidth"] > PHONE["width"] + 1:
+        problems.append(f"{name}: the page is {layout['pageWidth']} px wide: {layout['sideways']}")
+    if layout["menuOpen"]:
+        problems.append(f"{name}: the chapter list is open and fills the first screen")
+    if layout["mathCut"]:
+        problems.append(f"{name}: {layout['mathCut']} display equations are cut and do not scroll")
+    figure = page.query_selector("button.figure-zoom")
+    if figure is not None:
+        figure.click()
+        width, natural = figure.evaluate(
+            "b => [b.querySelector('img').getBoundingClientRect().width, b.querySelector('img').naturalWidth]"
+        )
+        if abs(width - natural) > 1:
+            problems.append(f"{name}: a tapped figure shows {width:.0f} px of its {natural} px")
+
+
+def _check_search(page, home: Path, problems: list[str]) -> None:
+    """The search box of the chapter list, used once: a query finds its section, offline."""
+    page.goto(home.as_uri())
+    page.fill("form.search input", "online softmax")
+    page.press("form.search input", "Enter")
+    page.wait_for_load_state("load")
+    found = page.eval_on_selector_all("#search-results a", "as => as.map(a => a.getAttribute('href'))")
+    if not found or not found[0].startswith("13_efficient_attention.html#"):
+        problems.append(f"search for 'online softmax': {page.inner_text('#search-status')} {found[:3]}")
+        return
+    page.click("#search-results a >> nth=0")
+    page.wait_for_load_state("load")
+    if not page.evaluate("() => !!document.getElementById(decodeURIComponent(location.hash.slice(1)))"):
+        problems.append(f"search result {found[0]} leads to no section")
+
+
+def _accessibility_violations(page) -> list[str]:
+    """axe-core's WCAG 2.0 and 2.1, level A and AA, violations on the open page, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    # preload=False: axe would fetch every stylesheet again with XMLHttpRequest, which file: pages
+    # may not do (a console error each); the rules use the styles the page has computed.
+    options = {"runOnly": {"type": "tag", "values": WCAG_AA}, "preload": False}
+    result = Axe().run(page, options=options)
+    return [
+        f"WCAG {v['id']} ({v['help']}) at {', '.join(str(n['target']) for n in v['nodes'][:3])}"
+        + (f" and {len(v['nodes']) - 3} more" if len(v["nodes"]) > 3 else "")
+        for v in result.response["violations"]
+    ]
 
 
 def test_every_deck_and_site_page_in_chromium(built):
@@ -176,6 +259,14 @@ def test_every_deck_and_site_page_in_chromium(built):
                 slide_count += slides["count"] if slides else 0
                 small += slides["small"] if slides else 0
                 page.close()
+            for path in pages:
+                page = browser.new_page()
+                page.set_viewport_size(PHONE)
+                _check_phone(page, path, problems)
+                page.close()
+            page = browser.new_page()
+            _check_search(page, pages[0], problems)
+            page.close()
             browser.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)

@@ -99,17 +99,66 @@ def test_classic_dropout_reports_wrong_shape_without_hint():
     assert not verdict and "expected shape" in verdict.message and "hint" not in verdict.message
 
 
-def test_row_sums_prediction():
-    assert check.dropout_row_sums(1.0, 1.0).status == "pass"
-    assert check.dropout_row_sums(1, 1).status == "pass"
-    assert check.dropout_row_sums(..., ...).status == "todo"
-    wrong = check.dropout_row_sums(1.0, 0.5)
-    assert not wrong and "survivors are doubled" in wrong.message
-    wrong = check.dropout_row_sums(1.0, 2.0)
-    assert not wrong and "only half of them survive" in wrong.message
-    wrong = check.dropout_row_sums(0.5, 1.0)
-    assert not wrong and "eval mode switches dropout off" in wrong.message
-    assert "train mode" not in wrong.message  # only the wrong part is reported
+def right_row_sum_stats(weights, p):
+    mean = weights.sum(dim=-1)  # (..., Tq): each kept weight w/(1-p) times its chance 1-p
+    variance = p / (1 - p) * (weights**2).sum(dim=-1)  # independent draws: the variances add up
+    return mean, variance
+
+
+def test_row_sum_stats_accepts_a_right_answer():
+    verdict = check.dropout_row_sum_stats(right_row_sum_stats)
+    assert verdict and verdict.status == "pass", verdict.message
+
+
+def test_row_sum_stats_are_what_torch_dropout_draws():
+    # The formula the exercise asks for, against 20,000 draws of nn.Dropout on attnlib's weights,
+    # with a fully masked row (all zeros) among them.
+    torch.manual_seed(0)
+    visible = attnlib.causal_mask(5) & (torch.arange(5) >= 1)  # key 0 is padding: row 0 sees nothing
+    weights = attnlib.masked_softmax(torch.randn(5, 5), visible)
+    p = 0.3
+    sums = torch.nn.functional.dropout(weights.expand(20_000, 5, 5), p).sum(dim=-1)  # (N, Tq)
+    mean, variance = right_row_sum_stats(weights, p)
+    torch.testing.assert_close(sums.mean(0), mean, atol=0.02, rtol=0)
+    torch.testing.assert_close(sums.var(0), variance, atol=0.01, rtol=0.05)
+    assert mean[0] == 0 and variance[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda w, p: (torch.ones(w.shape[:-1]), right_row_sum_stats(w, p)[1]), "a fully masked row"),
+        (lambda w, p: ((1 - p) * w.sum(-1), right_row_sum_stats(w, p)[1]), "no factor (1-p) in the mean"),
+        (lambda w, p: (w.sum(-1) / (1 - p), right_row_sum_stats(w, p)[1]), "not w/(1-p)"),
+        (lambda w, p: (w.sum(-1), p * (1 - p) * (w**2).sum(-1)), "comes out of a variance squared"),
+        (lambda w, p: (w.sum(-1), p / (1 - p) ** 2 * (w**2).sum(-1)), "has variance p(1-p), not p"),
+        (lambda w, p: (w.sum(-1), p / (1 - p) * w.sum(-1)), "sum the w^2, not the w"),
+        (lambda w, p: (w.sum(-1), right_row_sum_stats(w, p)[1].sqrt()), "that is the standard deviation"),
+        (lambda w, p: (w.sum(-1), p / (1 - p) * (w**2).sum(-2)), "not over the queries"),
+    ],
+)
+def test_row_sum_stats_explains_typical_mistakes(wrong, hint):
+    verdict = check.dropout_row_sum_stats(wrong)
+    assert not verdict and verdict.status == "fail"
+    assert "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize(
+    ("wrong", "part"),
+    [
+        (lambda w, p: (w.sum(-1) + 0.1, right_row_sum_stats(w, p)[1]), "the mean (first result)"),
+        (lambda w, p: (w.sum(-1), right_row_sum_stats(w, p)[1] + 0.1), "the variance (second result)"),
+    ],
+)
+def test_row_sum_stats_names_the_wrong_result(wrong, part):
+    # A mistake no hint models still says which of the two results is wrong.
+    verdict = check.dropout_row_sum_stats(wrong)
+    assert not verdict and verdict.status == "fail" and part in verdict.message, verdict.message
+
+
+def test_row_sum_stats_without_the_variance_fails():
+    verdict = check.dropout_row_sum_stats(lambda w, p: w.sum(-1))  # only the mean, no variance
+    assert not verdict and verdict.status == "fail" and "case 1/5" in verdict.message
 
 
 def test_row_sums_match_a_real_module():
@@ -154,7 +203,9 @@ def test_attention_with_dropout_explains_typical_mistakes(wrong, hint):
     assert not verdict and "hint:" in verdict.message and hint in verdict.message
 
 
-@pytest.mark.parametrize("fn", [check.classic_dropout, check.attention_with_dropout])
+@pytest.mark.parametrize(
+    "fn", [check.classic_dropout, check.dropout_row_sum_stats, check.attention_with_dropout]
+)
 def test_a_stub_is_not_yet(fn):
     def stub(*args):
         raise NotImplementedError
@@ -163,7 +214,9 @@ def test_a_stub_is_not_yet(fn):
     assert not verdict and verdict.status == "todo" and "not yet" in verdict.message
 
 
-@pytest.mark.parametrize("fn", [check.classic_dropout, check.attention_with_dropout])
+@pytest.mark.parametrize(
+    "fn", [check.classic_dropout, check.dropout_row_sum_stats, check.attention_with_dropout]
+)
 def test_an_exception_is_reported_in_words(fn):
     def broken(weights, *args):
         return weights @ torch.ones(7, 7)  # a shape error in the student's code
@@ -177,5 +230,6 @@ def test_an_exception_is_reported_in_words(fn):
 def test_checks_leave_the_global_seed_alone():
     state = torch.random.get_rng_state()
     check.classic_dropout(right_classic)
+    check.dropout_row_sum_stats(right_row_sum_stats)
     check.attention_with_dropout(right_attention)
     assert torch.equal(state, torch.random.get_rng_state())

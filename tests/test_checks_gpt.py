@@ -24,6 +24,21 @@ def probs_then_renormalise(logits, temperature, top_k):
     return p / p.sum(-1, keepdim=True)
 
 
+def right_top_p(logits, p):
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    drop = probs.cumsum(dim=-1) - probs >= p  # the mass before each token already reaches p
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+
+def top_p_shift_right(logits, p):
+    # Also right (the usual library recipe): drop where the running total passes p, shifted right by one.
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    drop = sorted_logits.softmax(dim=-1).cumsum(dim=-1) > p
+    drop[..., 1:] = drop[..., :-1].clone()
+    drop[..., 0] = False
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+
 def right_step(query, key, value, k_cache, v_cache):
     keys = torch.cat([k_cache, key], dim=2)  # (B, H, T + 1, Dh)
     values = torch.cat([v_cache, value], dim=2)
@@ -37,6 +52,8 @@ def test_right_answers_pass():
     for fn, answer in [
         (check.sampling_probs, right_probs),
         (check.sampling_probs, probs_then_renormalise),
+        (check.top_p_logits, right_top_p),
+        (check.top_p_logits, top_p_shift_right),
         (check.cached_attention_step, right_step),
     ]:
         verdict = fn(answer)
@@ -100,6 +117,50 @@ def _keep(logits, k, fill=float("-inf"), strict=False):
 )
 def test_sampling_probs_explains_typical_mistakes(wrong, hint):
     verdict = check.sampling_probs(wrong)
+    assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+def _nucleus(logits, p, descending=True, total_from=1, keep_top=True, fill=float("-inf")):
+    # total_from=1 compares the mass before each token with p (right), 0 the mass including it.
+    probs, order = torch.softmax(logits, -1).sort(-1, descending=descending)
+    drop = (probs.cumsum(-1) - total_from * probs) >= p
+    if keep_top:
+        drop[..., 0] = False
+    return logits.masked_fill(drop.scatter(-1, order, drop), fill)
+
+
+def _late(logits, p):
+    probs, order = torch.softmax(logits, -1).sort(-1, descending=True)
+    drop = probs.cumsum(-1) - probs >= p
+    drop = torch.cat([torch.zeros_like(drop[..., :1]), drop[..., :-1]], -1)  # one more token kept
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+
+def _shift_without_top(logits, p):
+    sorted_logits, order = logits.sort(-1, descending=True)
+    drop = sorted_logits.softmax(-1).cumsum(-1) > p
+    drop[..., 1:] = drop[..., :-1].clone()  # forgot drop[..., 0] = False
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+
+def _columns(logits, p):
+    return right_top_p(logits.T, p).T if logits.dim() == 2 else right_top_p(logits, p)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, p: _nucleus(x, p, descending=False), "descending=True"),
+        (lambda x, p: _nucleus(x, p, total_from=0), "one token too early"),
+        (_late, "one token too many"),
+        (_shift_without_top, "must still be kept"),
+        (lambda x, p: _nucleus(x, p, fill=0.0), "float('-inf')"),
+        (_columns, "the last axis (dim=-1), not dim=0"),
+        (lambda x, p: torch.softmax(right_top_p(x, p), -1), "not probabilities"),
+    ],
+)
+def test_top_p_logits_explains_typical_mistakes(wrong, hint):
+    verdict = check.top_p_logits(wrong)
     assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
@@ -190,7 +251,7 @@ def test_kv_cache_memory_prediction():
         )
 
 
-@pytest.mark.parametrize("fn", [check.sampling_probs, check.cached_attention_step])
+@pytest.mark.parametrize("fn", [check.sampling_probs, check.top_p_logits, check.cached_attention_step])
 def test_stub_and_crash(fn):
     assert_todo_then_error(fn, lambda *args: args[0].no_such_attribute, "AttributeError", "no_such_attribute")
 
@@ -198,6 +259,7 @@ def test_stub_and_crash(fn):
 def test_checks_leave_the_global_seed_alone():
     state = torch.random.get_rng_state()
     check.sampling_probs(right_probs)
+    check.top_p_logits(right_top_p)
     check.cached_attention_step(right_step)
     check.kv_cache_memory(1)
     assert torch.equal(state, torch.random.get_rng_state())

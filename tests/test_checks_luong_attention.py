@@ -17,26 +17,25 @@ def right_general(query, keys, w_a):
     return query @ w_a @ keys.transpose(1, 2)  # (B, Tq, H) @ (H, H) @ (B, H, Ts) -> (B, Tq, Ts)
 
 
-def right_position(query, w_p, v_p, mask):
-    gate = torch.tanh(query @ w_p.T) @ v_p  # (B, Tq)
-    return mask.sum(dim=1, keepdim=True) * torch.sigmoid(gate)
+def right_location(query, w_a, mask):
+    scores = query @ w_a[: mask.shape[1]].T  # (B, Tq, H) @ (H, Ts) -> (B, Tq, Ts)
+    return torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
 
 
-def right_local(scores, p, mask, half_window):
+def right_local_m(scores, mask, half_window, step):
     positions = torch.arange(scores.shape[-1])  # (Ts,)
-    centre = p.round()[..., None]  # (B, Tq, 1)
-    visible = ((positions - centre).abs() <= half_window) & mask[:, None, :]  # (B, Tq, Ts)
+    steps = step + torch.arange(scores.shape[1])  # (Tq,): p_t = t
+    visible = ((positions - steps[:, None]).abs() <= half_window) & mask[:, None, :]  # (B, Tq, Ts)
     weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-    sigma = half_window / 2
-    return weights * torch.exp(-((positions - p[..., None]) ** 2) / (2 * sigma**2))
+    return weights.nan_to_num(0.0)  # a window wholly on padding: zero weights, not NaN
 
 
 @pytest.mark.parametrize(
     ("check_fn", "answer"),
     [
         (check.general_scores, right_general),
-        (check.local_p_position, right_position),
-        (check.local_p_weights, right_local),
+        (check.location_weights, right_location),
+        (check.local_m_weights, right_local_m),
     ],
 )
 def test_right_answers_pass(check_fn, answer):
@@ -48,52 +47,50 @@ def test_right_answers_pass(check_fn, answer):
 
 
 @pytest.mark.parametrize("half_window", [1, 2, 3])
-def test_local_p_reference_is_what_local_attention_computes(half_window):
+@pytest.mark.parametrize("step", [0, 3, 6])
+def test_local_m_reference_is_what_local_attention_computes(half_window, step):
     torch.manual_seed(half_window)
-    local = LocalAttention(6, half_window, mode="p", score="general")
+    local = LocalAttention(6, half_window, mode="m", score="general")
     query, keys = torch.randn(3, 4, 6), torch.randn(3, 9, 6)
-    mask = torch.arange(9)[None, :] < torch.tensor([[9], [7], [8]])  # (B, Ts)
+    mask = torch.arange(9)[None, :] < torch.tensor([[9], [7], [4]])  # (B, Ts); row 2 ends early
     with torch.no_grad():
-        local.W_p.weight.mul_(3)  # spread the predicted positions over the source
-        expected = local.attend(query, keys, mask)
+        expected = local.attend(query, keys, mask, step)
         scores = local.scorer.score(query, keys)
-    got = luong_attention._reference_local_p(scores, local.last_positions, mask, half_window)
+    got = luong_attention._reference_local_m(scores, mask, half_window, step)
     torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(right_local_m(scores, mask, half_window, step), expected)
 
 
-def test_predicted_position_reference_is_local_attentions():
+def test_location_reference_is_a_linear_layer_then_a_masked_softmax():
     torch.manual_seed(0)
-    local = LocalAttention(5, 1, mode="p")
+    w_a = torch.nn.Linear(5, 8, bias=False)  # H=5 -> S=8 source positions
     query, mask = torch.randn(2, 3, 5), torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
     with torch.no_grad():
-        local.attend(query, torch.randn(2, 6, 5), mask)
-    got = luong_attention._reference_position(query, local.W_p.weight, local.v_p.weight[0], mask)
-    torch.testing.assert_close(got, local.last_positions)
-    torch.testing.assert_close(got, right_position(query, local.W_p.weight, local.v_p.weight[0], mask))
+        got = luong_attention._reference_location(query, w_a.weight, mask)
+        scores = w_a(query)[..., :6]  # (B, Tq, Ts)
+    expected = torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got.sum(dim=-1), torch.ones(2, 3))
 
 
 # ----------------------------------------------------------------------------- typical mistakes
 
 
-def position(query, w_p, v_p, mask, s=None, transform=torch.sigmoid, inner=torch.tanh):
-    s = mask.sum(dim=1) if s is None else s
-    return s[:, None] * transform(inner(query @ w_p.T) @ v_p)
-
-
-def local(
-    scores, p, mask, d, *, sigma=None, window="before", centre=torch.round, two=2, renorm=False, pad=True
-):
+def local_m(scores, mask, d, step, *, strict=False, after=False, pad=True, gaussian=False, nan_rows=False):
     positions = torch.arange(scores.shape[-1])
-    in_window = (positions - centre(p)[..., None]).abs() <= d
-    keep = mask[:, None, :] if pad else torch.ones_like(in_window)
-    if window == "before":
+    steps = step + torch.arange(scores.shape[1])
+    distance = (positions - steps[:, None]).abs()  # (Tq, Ts)
+    in_window = distance < d if strict else distance <= d
+    keep = mask[:, None, :] if pad else torch.ones_like(mask)[:, None, :]
+    if not after:
         keep = keep & in_window
     weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
-    if window == "after":
+    weights = weights if nan_rows else weights.nan_to_num(0.0)
+    if after:
         weights = weights * in_window
-    sigma = d / 2 if sigma is None else sigma
-    weights = weights * torch.exp(-((positions - p[..., None]) ** 2) / (two * sigma**2))
-    return weights / weights.sum(-1, keepdim=True) if renorm else weights
+    if gaussian:
+        weights = weights * torch.exp(-((positions - steps[:, None]) ** 2) / (2 * (d / 2) ** 2))
+    return weights
 
 
 WRONG = [
@@ -102,61 +99,36 @@ WRONG = [
     (check.general_scores, lambda q, k, w: right_general(q, k, w) / q.shape[-1] ** 0.5, "no 1/sqrt(H)"),
     (check.general_scores, lambda q, k, w: torch.softmax(right_general(q, k, w), -1), "before the softmax"),
     (check.general_scores, lambda q, k, w: k @ w.T @ q.transpose(1, 2), "not its transpose"),
+    (check.location_weights, lambda q, w, m: torch.softmax(q @ w.T, dim=-1), "use the FIRST Ts rows"),
+    (check.location_weights, lambda q, w, m: right_location(q, w[-m.shape[1] :], m), "not the last ones"),
+    (check.location_weights, lambda q, w, m: right_location(q, w.T, m), "`query @ w_a.T`"),
+    (check.location_weights, lambda q, w, m: q @ w[: m.shape[1]].T, "return the weights"),
     (
-        check.local_p_position,
-        lambda q, w, v, m: position(q, w, v, m, s=torch.full((m.shape[0],), m.shape[1])),
-        "*real* length",
-    ),
-    (check.local_p_position, lambda q, w, v, m: position(q, w.T, v, m), "`query @ w_p.T`"),
-    (check.local_p_position, lambda q, w, v, m: position(q, w, v, m, s=m.sum(1) - 1), "not S - 1"),
-    (
-        check.local_p_position,
-        lambda q, w, v, m: position(q, w, v, m, inner=lambda t: t),
-        "the tanh is missing",
+        check.location_weights,
+        lambda q, w, m: torch.softmax(q @ w[: m.shape[1]].T, dim=-1),
+        "leave them out of the softmax",
     ),
     (
-        check.local_p_position,
-        lambda q, w, v, m: position(q, w, v, m, transform=lambda t: t),
-        "the sigmoid is missing",
+        check.location_weights,
+        lambda q, w, m: torch.softmax(q @ w[: m.shape[1]].T, dim=-1) * m[:, None, :],
+        "mask the scores *before* the softmax",
     ),
-    (check.local_p_position, lambda *a: position(*a).round(), "keep p_t real-valued"),
-    (check.local_p_position, lambda *a: position(*a).unsqueeze(-1), "squeeze the last axis"),
     (
-        check.local_p_position,
-        lambda q, w, v, m: torch.sigmoid(torch.tanh(q @ w.T) @ v) * m.sum(dim=1),
-        "give it a trailing axis",
+        check.location_weights,
+        lambda q, w, m: torch.softmax((q @ w[: m.shape[1]].T).masked_fill(~m[:, None, :], -torch.inf), dim=1),
+        "not over the decoder steps",
     ),
-    (check.local_p_weights, lambda *a: local(*a, window="none"), "outside the window"),
-    (check.local_p_weights, lambda *a: local(*a, window="after"), "mask them *before* the softmax"),
-    (check.local_p_weights, lambda s, p, m, d: local(s, p, m, d, sigma=d), "sigma = D / 2"),
-    (check.local_p_weights, lambda *a: local(*a, two=1), "the factor 2 is missing"),
-    (check.local_p_weights, lambda *a: local(*a, renorm=True), "do not renormalise"),
-    (check.local_p_weights, lambda *a: local(*a, pad=False), "also leave out the padding"),
-    (check.local_p_weights, lambda *a: local(*a, centre=torch.floor), "not on its integer part"),
-]
-
-
-def gaussian_at_round(scores, p, mask, d):
-    weights = local(scores, p, mask, d, sigma=float("inf"))  # the window's softmax, no Gaussian yet
-    positions = torch.arange(scores.shape[-1])
-    return weights * torch.exp(-((positions - p.round()[..., None]) ** 2) / (2 * (d / 2) ** 2))
-
-
-def no_gaussian(scores, p, mask, d):
-    return local(scores, p, mask, d, sigma=float("inf"))
-
-
-def strict_window(scores, p, mask, d):
-    positions = torch.arange(scores.shape[-1])
-    keep = ((positions - p.round()[..., None]).abs() < d) & mask[:, None, :]
-    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
-    return weights * torch.exp(-((positions - p[..., None]) ** 2) / (2 * (d / 2) ** 2))
-
-
-WRONG += [
-    (check.local_p_weights, gaussian_at_round, "the Gaussian is centred on the real-valued p_t"),
-    (check.local_p_weights, no_gaussian, "multiply the window's softmax weights by the Gaussian"),
-    (check.local_p_weights, strict_window, "the ends included"),
+    (check.local_m_weights, lambda s, m, d, t: right_local_m(s, m, d, 0), "centre its window on step + i"),
+    (check.local_m_weights, lambda s, m, d, t: right_local_m(s, m, d, t + 1), "steps count from 0"),
+    (check.local_m_weights, lambda s, m, d, t: local_m(s, m, d, t, strict=True), "the ends included"),
+    (check.local_m_weights, lambda s, m, d, t: local_m(s, m, d, t, after=True), "*inside* the window"),
+    (check.local_m_weights, lambda s, m, d, t: local_m(s, m, d, t, pad=False), "also leave out the padding"),
+    (check.local_m_weights, lambda s, m, d, t: local_m(s, m, d, t, gaussian=True), "local-m has no Gaussian"),
+    (
+        check.local_m_weights,
+        lambda s, m, d, t: local_m(s, m, d, t, nan_rows=True),
+        "give such rows zero weights",
+    ),
 ]
 
 
@@ -193,7 +165,7 @@ def test_scorer_parameters_prediction():
 
 # ----------------------------------------------------------------------------- not yet / crashes
 
-FUNCTION_CHECKS = [check.general_scores, check.local_p_position, check.local_p_weights]
+FUNCTION_CHECKS = [check.general_scores, check.location_weights, check.local_m_weights]
 
 
 @pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
@@ -253,3 +225,14 @@ def test_luong_step_catches_unmasked_padding_and_stale_states():
 
 def test_luong_step_stub_and_crash():
     assert_todo_then_error(check.luong_step, crashes, "no_such_attribute")
+
+
+def test_checks_leave_the_global_seed_alone():
+    state = torch.random.get_rng_state()
+    for check_fn in [*FUNCTION_CHECKS, check.luong_step]:
+        check_fn(lambda *args: None)
+    check.location_weights(right_location)
+    check.local_m_weights(right_local_m)
+    check.luong_step(_good_luong_step)
+    check.scorer_parameters(["dot"], 0)
+    assert torch.equal(state, torch.random.get_rng_state())

@@ -33,11 +33,21 @@ def right_fuse(w_query, w_key, w_value):
     return torch.cat([w_query, w_key, w_value], dim=0)  # 3 x (D, Din) -> (3D, Din)
 
 
+def right_fuse_heads(head_weights):
+    blocks = [w.chunk(3) for w in head_weights]  # H x 3 x (Dh, Din): each head's q, k, v rows
+    return torch.cat([blocks[h][role] for role in range(3) for h in range(len(blocks))])  # (3D, Din)
+
+
+def right_score_matrices(qkv_weight, num_heads):
+    w = qkv_weight.view(3, num_heads, -1, qkv_weight.shape[1])  # (3, H, Dh, Din)
+    return w[0].transpose(1, 2) @ w[1] / w.shape[2] ** 0.5  # (H, Din, Dh) @ (H, Dh, Din) -> (H, Din, Din)
+
+
 def test_right_answers_pass():
     for fn, answer in [
         (check.head_qkv_rows, right_head_rows),
-        (check.merge_heads, right_merge),
-        (check.fuse_qkv, right_fuse),
+        (check.fuse_heads, right_fuse_heads),
+        (check.head_score_matrices, right_score_matrices),
     ]:
         verdict = fn(answer)
         assert verdict and verdict.status == "pass", verdict.message
@@ -95,38 +105,73 @@ def test_head_qkv_rows_explains_typical_mistakes(wrong, hint):
     assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
+def test_fuse_heads_inverts_head_qkv_rows_and_builds_attention():
+    # Exercise 5.2 undoes 5.1: the heads' blocks merge back into attnlib.Attention's own weight.
+    torch.manual_seed(0)
+    fused = attnlib.Attention(6, num_heads=3)
+    blocks = [right_head_rows(fused.qkv.weight, 3, h) for h in range(3)]
+    torch.testing.assert_close(right_fuse_heads(blocks), fused.qkv.weight)
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda c: c.reshape(c.shape[0], c.shape[2], -1), "reshaping (B, H, T, Dh) straight to (B, T, D)"),
-        (lambda c: c.permute(0, 2, 3, 1).reshape(c.shape[0], c.shape[2], -1), "not to (B, T, Dh, H)"),
+        (lambda ws: torch.cat(ws), "concatenating the heads' blocks keeps them head by head"),
+        (
+            lambda ws: (
+                torch.stack(ws)
+                .view(len(ws), 3, -1, ws[0].shape[1])
+                .permute(1, 2, 0, 3)
+                .reshape(-1, ws[0].shape[1])
+            ),
+            "like cards",
+        ),
+        (lambda ws: right_fuse_heads(ws).view(3, len(ws), -1, ws[0].shape[1]), "return one 2-D matrix"),
+        (lambda ws: right_fuse_heads(ws).T, "do not transpose"),
     ],
 )
-def test_merge_heads_explains_typical_mistakes(wrong, hint):
-    verdict = check.merge_heads(wrong)
+def test_fuse_heads_explains_typical_mistakes(wrong, hint):
+    verdict = check.fuse_heads(wrong)
     assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
-def test_merge_heads_with_view_after_transpose_is_an_error_in_words():
-    # A classic: .view on the non-contiguous transpose raises; the check reports it, no traceback.
-    verdict = check.merge_heads(lambda c: c.transpose(1, 2).view(c.shape[0], c.shape[2], -1))
-    assert verdict.status == "error" and "RuntimeError" in verdict.message
-    assert "Traceback" not in verdict.message
+def test_score_matrices_give_attentions_weights():
+    # x A_h y^T, softmaxed over the keys, is head h's weights in attnlib.Attention.
+    torch.manual_seed(0)
+    fused = attnlib.Attention(6, num_heads=3)
+    x = torch.randn(2, 4, 6)
+    fused(x)
+    scores = (
+        x[:, None] @ right_score_matrices(fused.qkv.weight, 3) @ x[:, None].transpose(-2, -1)
+    )  # (B, H, T, T)
+    torch.testing.assert_close(torch.softmax(scores, dim=-1), fused.last_attn_weights)
+
+
+def _scored(w, h, first=0, second=1, scale=None, rows="role"):
+    """A slip of exercise 5.3: which rows, in which order, with which scale."""
+    r = w.view(3, h, -1, w.shape[1]) if rows == "role" else w.view(h, 3, -1, w.shape[1]).transpose(0, 1)
+    scale = r.shape[2] ** -0.5 if scale is None else scale(w, h)
+    return r[first].transpose(1, 2) @ r[second] * scale
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda q, k, v: torch.cat([q, k, v], dim=1), "concatenate along dim 0"),
-        (lambda q, k, v: torch.stack([q, k, v]), "torch.stack adds a new axis"),
-        (lambda q, k, v: torch.cat([q.T, k.T, v.T]), "do not transpose"),
-        (lambda q, k, v: torch.cat([q.T, k.T, v.T], dim=1), "the transpose of qkv.weight"),
-        (lambda q, k, v: torch.cat([k, q, v]), "the order matters"),
-        (lambda q, k, v: torch.cat([v, k, q]), "the order matters"),
+        (
+            lambda w, h: (lambda r: r[0] @ r[1].transpose(1, 2) / r.shape[2] ** 0.5)(
+                w.view(3, h, -1, w.shape[1])
+            ),
+            "W_q,h W_k,h^T is (Dh, Dh)",
+        ),
+        (lambda w, h: _scored(w, h, scale=lambda w, h: 1.0), "divides every score by sqrt(Dh)"),
+        (lambda w, h: _scored(w, h, scale=lambda w, h: (w.shape[0] // 3) ** -0.5), "not the model width D"),
+        (lambda w, h: _scored(w, h, first=1, second=0), "Yours is its transpose"),
+        (lambda w, h: _scored(w, h, rows="head"), "not head by head"),
+        (lambda w, h: _scored(w, h, second=2), "the value rows (role 2)"),
     ],
 )
-def test_fuse_qkv_explains_typical_mistakes(wrong, hint):
-    verdict = check.fuse_qkv(wrong)
+def test_score_matrices_explain_typical_mistakes(wrong, hint):
+    verdict = check.head_score_matrices(wrong)
     assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
@@ -154,7 +199,7 @@ def test_mha_parameters_prediction():
         )
 
 
-@pytest.mark.parametrize("fn", [check.head_qkv_rows, check.merge_heads, check.fuse_qkv])
+@pytest.mark.parametrize("fn", [check.head_qkv_rows, check.fuse_heads, check.head_score_matrices])
 def test_a_stub_is_not_yet(fn):
     def stub(*args):
         raise NotImplementedError
@@ -163,21 +208,22 @@ def test_a_stub_is_not_yet(fn):
     assert not verdict and verdict.status == "todo" and "not yet" in verdict.message
 
 
-@pytest.mark.parametrize("fn", [check.head_qkv_rows, check.merge_heads, check.fuse_qkv])
+@pytest.mark.parametrize("fn", [check.head_qkv_rows, check.fuse_heads, check.head_score_matrices])
 def test_an_exception_is_reported_in_words(fn):
     def broken(x, *args):
-        return x.view(-1, 7, 11)  # a shape error in the student's code
+        return torch.stack(list(x)).view(-1, 7, 11)  # a shape error in the student's code
 
     verdict = fn(broken)
     assert not verdict and verdict.status == "error"
     assert "your code raised RuntimeError" in verdict.message and "Traceback" not in verdict.message
-    assert "x.view(-1, 7, 11)" in verdict.message
+    assert "torch.stack(list(x)).view(-1, 7, 11)" in verdict.message
 
 
 def test_checks_leave_the_global_seed_alone():
     state = torch.random.get_rng_state()
     check.head_qkv_rows(right_head_rows)
-    check.fuse_qkv(right_fuse)
+    check.fuse_heads(right_fuse_heads)
+    check.head_score_matrices(right_score_matrices)
     check.mha_parameters(0)
     check.multihead_module(MyMultiHeadAttention)
     check.multihead_module(slip(softmax_dim=1))

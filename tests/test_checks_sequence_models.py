@@ -46,11 +46,22 @@ def right_accumulated_step(model, optimizer, micro_batches, pad_id, clip):
     return whole
 
 
+def right_adam(w, grads, lr, beta1, beta2, eps):
+    m, v = torch.zeros_like(w), torch.zeros_like(w)  # once, before the first step
+    for t, g in enumerate(grads, start=1):
+        m = beta1 * m + (1 - beta1) * g  # running mean of the gradient
+        v = beta2 * v + (1 - beta2) * g**2  # running mean of its square
+        m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)  # corrected for starting at zero
+        w = w - lr * m_hat / (v_hat.sqrt() + eps)
+    return w
+
+
 def test_right_answers_pass():
     for fn, answer in [
         (check.gru_cell, right_gru_cell),
         (check.sequence_cross_entropy, right_loss),
         (check.accumulated_step, right_accumulated_step),
+        (check.adam_steps, right_adam),
     ]:
         verdict = fn(answer)
         assert verdict and verdict.status == "pass", verdict.message
@@ -172,7 +183,42 @@ def test_an_accumulated_update_is_one_step_on_the_big_batch():
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("fn", [check.gru_cell, check.sequence_cross_entropy, check.accumulated_step])
+@pytest.mark.parametrize(
+    ("variant", "hint"),
+    [
+        ({"root": False}, "divide by the SQUARE ROOT of v_hat"),
+        ({"corrected": False}, "divide them by 1 - beta1**t and 1 - beta2**t"),
+        ({"first_t": 0}, "t counts the steps from 1"),
+        ({"eps_at": "inside"}, "eps is added after the square root"),
+        ({"sign": +1}, "the step goes AGAINST the gradient"),
+        ({"betas": "swapped"}, "beta1 belongs to the running mean of the gradient"),
+        ({"keep": False}, "keep them from one step to the next"),
+    ],
+)
+def test_adam_steps_explains_typical_mistakes(variant, hint):
+    verdict = check.adam_steps(sequences._adam_variant(**variant))
+    assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+def test_the_adam_reference_is_torch_optim_adam_on_a_real_loss():
+    # The check feeds given gradients; on a real loss the same function follows torch.optim.Adam.
+    torch.manual_seed(0)
+    target = torch.randn(5)
+    w = torch.zeros(5, requires_grad=True)
+    optimizer = torch.optim.Adam([w], lr=0.05)
+    grads = []
+    for _ in range(6):
+        optimizer.zero_grad()
+        ((w - target) ** 2).sum().backward()
+        grads.append(w.grad.clone())
+        optimizer.step()
+    mine = right_adam(torch.zeros(5), grads, 0.05, 0.9, 0.999, 1e-8)
+    torch.testing.assert_close(mine, w.detach())
+
+
+@pytest.mark.parametrize(
+    "fn", [check.gru_cell, check.sequence_cross_entropy, check.accumulated_step, check.adam_steps]
+)
 def test_a_stub_is_not_yet_and_a_crash_is_reported_in_words(fn):
     assert_todo_then_error(fn, lambda x, *args: x.no_such_attribute, "AttributeError", "no_such_attribute")
 
@@ -182,4 +228,5 @@ def test_checks_leave_the_global_seed_alone():
     check.gru_cell(right_gru_cell)
     check.sequence_cross_entropy(right_loss)
     check.accumulated_step(right_accumulated_step)
+    check.adam_steps(right_adam)
     assert torch.equal(state, torch.random.get_rng_state())

@@ -30,11 +30,35 @@ def right_beam_sorted(scores, log_probs):
     return ordered[:, :k], torch.div(index, v, rounding_mode="floor"), torch.remainder(index, v)
 
 
+def right_smoothed(logits, target, eps, pad_id):
+    log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, V)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    loss = (1 - eps) * nll - eps * log_probs.mean(dim=-1)  # (B, T)
+    keep = target != pad_id
+    return loss[keep].mean()
+
+
+def right_smoothed_distribution(logits, target, eps, pad_id):
+    v = logits.shape[-1]
+    smoothed = (1 - eps) * torch.nn.functional.one_hot(target, v) + eps / v  # (B, T, V)
+    log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)
+    per_token = -(smoothed * log_probs).sum(dim=-1)  # (B, T)
+    keep = (target != pad_id).float()
+    return (per_token * keep).sum() / keep.sum()
+
+
+def right_smoothed_as_float(logits, target, eps, pad_id):
+    return right_smoothed(logits, target, eps, pad_id).item()  # "one number": a Python float is fine
+
+
 @pytest.mark.parametrize(
     ("check_fn", "answer"),
     [
         (check.beam_step, right_beam),
         (check.beam_step, right_beam_sorted),
+        (check.label_smoothed_loss, right_smoothed),
+        (check.label_smoothed_loss, right_smoothed_distribution),
+        (check.label_smoothed_loss, right_smoothed_as_float),
     ],
 )
 def test_right_answers_pass(check_fn, answer):
@@ -64,6 +88,20 @@ def test_beam_step_reference_keeps_the_k_best_sequences():
     best = sorted(every.items(), key=lambda item: -item[1])[:k]
     assert [tuple(p[1:]) for p in prefixes] == [seq for seq, _ in best]
     torch.testing.assert_close(scores[0], torch.tensor([s for _, s in best]))
+
+
+def test_pytorch_smooths_over_all_v_classes_and_averages_over_real_tokens():
+    """What exercise 11.4 teaches is what F.cross_entropy computes: the target (1 - eps) * one-hot
+    + eps / V (the target class included), the mean over the positions whose target is not pad_id."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 3, 4, generator=gen)  # (B, T, V)
+    target = torch.tensor([[1, 2, 3], [3, 0, 0]])  # pad_id 0
+    eps, v = 0.2, 4
+    smoothed = (1 - eps) * torch.nn.functional.one_hot(target, v) + eps / v
+    per_token = -(smoothed * torch.log_softmax(logits, dim=-1)).sum(dim=-1)  # (B, T)
+    expected = per_token[target != 0].mean()
+    torch.testing.assert_close(tr_checks._reference_smoothed_loss(logits, target, eps, 0), expected)
+    torch.testing.assert_close(tr_checks._smoothed_loss(logits, target, eps, 0), expected)
 
 
 def test_the_toy_table_runs_through_attnlibs_decoders():
@@ -111,6 +149,69 @@ def beam_multiplied(scores, log_probs):
     return top, index // v, index % v
 
 
+def smoothed_over_others(logits, target, eps, pad_id):
+    v = logits.shape[-1]
+    smoothed = (1 - eps) * torch.nn.functional.one_hot(target, v) + eps / (v - 1) * (
+        1 - torch.nn.functional.one_hot(target, v)
+    )
+    per_token = -(smoothed * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+    return per_token[target != pad_id].mean()
+
+
+def smoothed_unweighted_target(logits, target, eps, pad_id):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    loss = -log_probs.gather(-1, target[..., None])[..., 0] - eps * log_probs.mean(dim=-1)
+    return loss[target != pad_id].mean()
+
+
+def smoothed_with_padding(logits, target, eps, pad_id):
+    v = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, v), target.reshape(-1), label_smoothing=eps)
+
+
+def smoothed_over_all_positions(logits, target, eps, pad_id):
+    per_token = right_smoothed_per_token(logits, target, eps)
+    return (per_token * (target != pad_id)).sum() / target.numel()
+
+
+def smoothed_per_sequence(logits, target, eps, pad_id):
+    per_token = right_smoothed_per_token(logits, target, eps)
+    keep = target != pad_id
+    return ((per_token * keep).sum(dim=1) / keep.sum(dim=1)).mean()
+
+
+def right_smoothed_per_token(logits, target, eps):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return (1 - eps) * -log_probs.gather(-1, target[..., None])[..., 0] - eps * log_probs.mean(dim=-1)
+
+
+def smoothed_log_of_softmax(logits, target, eps, pad_id):
+    log_probs = torch.log(torch.softmax(logits, dim=-1))  # log(0) = -inf where a probability underflows
+    nll = -log_probs.gather(-1, target[..., None])[..., 0]
+    loss = (1 - eps) * nll - eps * log_probs.mean(dim=-1)
+    return loss[target != pad_id].mean()
+
+
+def smoothed_naive_exp(logits, target, eps, pad_id):
+    probs = logits.exp() / logits.exp().sum(dim=-1, keepdim=True)  # inf / inf for large logits
+    log_probs = probs.log()
+    nll = -log_probs.gather(-1, target[..., None])[..., 0]
+    loss = (1 - eps) * nll - eps * log_probs.mean(dim=-1)
+    return loss[target != pad_id].mean()
+
+
+def smoothed_summed_over_classes(logits, target, eps, pad_id):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    nll = -log_probs.gather(-1, target[..., None])[..., 0]
+    loss = (1 - eps) * nll - eps * log_probs.sum(dim=-1)  # eps on every class, not eps/V
+    return loss[target != pad_id].mean()
+
+
+def smoothed_not_at_all(logits, target, eps, pad_id):
+    v = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, v), target.reshape(-1), ignore_index=pad_id)
+
+
 WRONG = [
     (check.beam_step, beam_forgot_score, "add each beam's running score first"),
     (check.beam_step, beam_per_beam, "not the best token of each beam"),
@@ -118,6 +219,15 @@ WRONG = [
     (check.beam_step, beam_by_k, "not by K"),
     (check.beam_step, beam_step_scores, "return the new running scores"),
     (check.beam_step, beam_multiplied, "log-probabilities add up"),
+    (check.label_smoothed_loss, smoothed_over_others, "the V - 1 other classes"),
+    (check.label_smoothed_loss, smoothed_unweighted_target, "weight the target's -log p by 1 - eps"),
+    (check.label_smoothed_loss, smoothed_with_padding, "positions whose target is pad_id must not count"),
+    (check.label_smoothed_loss, smoothed_over_all_positions, "not by B * T"),
+    (check.label_smoothed_loss, smoothed_per_sequence, "not per sequence"),
+    (check.label_smoothed_loss, smoothed_log_of_softmax, "log(0) = -inf"),
+    (check.label_smoothed_loss, smoothed_naive_exp, "inf / inf is nan"),
+    (check.label_smoothed_loss, smoothed_summed_over_classes, "do not sum it"),
+    (check.label_smoothed_loss, smoothed_not_at_all, "plain cross-entropy"),
 ]
 
 
@@ -173,7 +283,7 @@ def test_greedy_vs_beam_prediction():
 
 # ----------------------------------------------------------------------------- not yet / crashes
 
-FUNCTION_CHECKS = [check.beam_step]
+FUNCTION_CHECKS = [check.beam_step, check.label_smoothed_loss]
 
 
 @pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
@@ -181,3 +291,12 @@ def test_stub_is_todo_and_crash_is_reported_without_traceback(check_fn):
     assert_todo_then_error(
         check_fn, shape_error, "raised RuntimeError", "torch.zeros(2, 3) @ torch.zeros(4, 5)"
     )
+
+
+def test_label_smoothed_loss_reports_a_wrong_float_and_a_wrong_shape():
+    wrong_float = check.label_smoothed_loss(lambda logits, target, eps, pad_id: 0.5)
+    assert not wrong_float and "first difference" in wrong_float.message, wrong_float.message
+    per_token = check.label_smoothed_loss(
+        lambda logits, target, eps, pad_id: right_smoothed_per_token(logits, target, eps)
+    )
+    assert not per_token and "expected shape ()" in per_token.message, per_token.message

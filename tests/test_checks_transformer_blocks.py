@@ -60,10 +60,14 @@ def torch_rms(x, gain, eps):
         return norm(x)
 
 
-def right_mask(tgt, pad_id):
-    t = tgt.shape[1]
-    causal = torch.ones(t, t, dtype=torch.bool).tril()  # (Tt, Tt)
-    return (tgt != pad_id)[:, None, None, :] & causal  # (B, 1, 1, Tt) & (Tt, Tt) -> (B, 1, Tt, Tt)
+def right_cross_mask(src, tgt, pad_id):
+    real_keys = (src != pad_id)[:, None, None, :]  # (B, 1, 1, Ts): source token j is not padding
+    return real_keys.expand(-1, -1, tgt.shape[1], -1)  # (B, 1, Tt, Ts): the same row for every query
+
+
+def right_cross_mask_by_ones(src, tgt, pad_id):
+    rows = torch.ones(tgt.shape[1], 1, dtype=torch.bool)  # (Tt, 1): every target query
+    return rows & (src != pad_id)[:, None, None, :]  # (Tt, 1) & (B, 1, 1, Ts) -> (B, 1, Tt, Ts)
 
 
 @pytest.mark.parametrize(
@@ -73,11 +77,8 @@ def right_mask(tgt, pad_id):
         (check.shift_matrix, right_shift_by_permutation),
         (check.rms_norm, right_rms),
         (check.rms_norm, torch_rms),
-        (check.decoder_self_mask, right_mask),
-        (
-            check.decoder_self_mask,
-            lambda t, p: attnlib.combine_masks(attnlib.padding_mask(t, p), attnlib.causal_mask(t.shape[1])),
-        ),
+        (check.cross_attention_mask, right_cross_mask),
+        (check.cross_attention_mask, right_cross_mask_by_ones),
     ],
 )
 def test_right_answers_pass(check_fn, answer):
@@ -88,12 +89,26 @@ def test_right_answers_pass(check_fn, answer):
 # ----------------------------------------------------------------------------- the references
 
 
-def test_decoder_mask_reference_is_the_transformers():
-    tgt = torch.tensor([[1, 5, 6, 2, 0], [1, 4, 2, 0, 0]])
+def test_cross_mask_reference_is_the_transformers_source_mask():
+    src = torch.tensor([[3, 4, 5, 2, 0, 0], [3, 6, 7, 5, 4, 2]])
+    tgt = torch.tensor([[1, 5, 6, 2], [1, 4, 0, 0]])
     torch.manual_seed(0)
     model = Transformer(8, 8, dim=8, n_heads=2, n_layers=1, hidden_dim=8, max_seq_len=16)
-    assert torch.equal(blocks_checks._reference_decoder_mask(tgt, 0), model.generate_mask(tgt, tgt)[1])
-    assert torch.equal(blocks_checks._reference_decoder_mask(tgt, 0), right_mask(tgt, 0))
+    reference = blocks_checks._reference_cross_mask(src, tgt, 0)  # (B, 1, Tt, Ts)
+    assert reference.shape == (2, 1, 4, 6)
+    assert torch.equal(reference, model.generate_mask(src, tgt)[0].expand(2, 1, 4, 6))
+    assert torch.equal(reference, right_cross_mask(src, tgt, 0))
+
+
+def test_cross_mask_reference_is_what_the_decoder_layer_needs():
+    """The mask gives the same cross-attention as the (B, 1, 1, Ts) padding mask it expands."""
+    src = torch.tensor([[3, 4, 2, 0, 0], [3, 6, 7, 5, 2]])
+    tgt = torch.tensor([[1, 5, 6], [1, 4, 0]])
+    torch.manual_seed(0)
+    attention = attnlib.MultiHeadAttention(8, 8, 16, 0.0, 2, qkv_bias=True, causal=False)
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    full = attention(x, memory, blocks_checks._reference_cross_mask(src, tgt, 0))
+    torch.testing.assert_close(full, attention(x, memory, attnlib.padding_mask(src, 0)))
 
 
 @pytest.mark.parametrize(("k", "dim"), [(1, 2), (3, 8), (-4, 16), (7, 64)])
@@ -113,20 +128,61 @@ def test_rms_norm_reference_agrees_with_torch_and_the_formula():
     torch.testing.assert_close(blocks_checks._reference_rms_norm(x, gain, 1e-5), right_rms(x, gain, 1e-5))
 
 
-def test_encoder_layer_reference_is_post_ln_with_distinct_norms():
+def test_encoder_layer_reference_is_pre_ln_with_distinct_norms():
     for args in (blocks_checks.LAYER_ARGS, (12, 3, 24, 0.2)):
         layer = blocks_checks._reference_layer(*args)
-        assert not layer.training and not layer.norm_first
+        assert not layer.training and layer.norm_first
         assert not torch.equal(layer.attention_norm.gamma, layer.ffn_norm.gamma)
         x = torch.randn(2, 5, args[0])
         mask = attnlib.padding_mask(torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]]), 0)
-        h = layer.attention_norm(x + layer.attention(x, mask=mask))
-        torch.testing.assert_close(layer(x, mask), layer.ffn_norm(h + layer.feed_forward(h)))
+        h = x + layer.attention(layer.attention_norm(x), mask=mask)
+        torch.testing.assert_close(layer(x, mask), h + layer.feed_forward(layer.ffn_norm(h)))
 
 
-def test_shuffle_experiment_finds_equivariance_without_positions_only():
-    assert blocks_checks._shuffle_outcome(False) == "permuted"
-    assert blocks_checks._shuffle_outcome(True) == "changed"
+def test_pre_ln_encoder_layer_equals_torch():
+    """The reference of 10.4 is PyTorch's pre-LN encoder layer, weight for weight."""
+    layer = blocks_checks._reference_layer(*blocks_checks.LAYER_ARGS)
+    theirs = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True, norm_first=True, layer_norm_eps=1e-6)
+    att = layer.attention
+    with torch.no_grad():
+        theirs.self_attn.in_proj_weight.copy_(
+            torch.cat([att.W_query.weight, att.W_key.weight, att.W_value.weight])
+        )
+        theirs.self_attn.in_proj_bias.copy_(torch.cat([att.W_query.bias, att.W_key.bias, att.W_value.bias]))
+        theirs.self_attn.out_proj.load_state_dict(att.out_proj.state_dict())
+        theirs.linear1.load_state_dict(layer.feed_forward.w1.state_dict())
+        theirs.linear2.load_state_dict(layer.feed_forward.w2.state_dict())
+        for norm, ours in ((theirs.norm1, layer.attention_norm), (theirs.norm2, layer.ffn_norm)):
+            norm.weight.copy_(ours.gamma)
+            norm.bias.copy_(ours.beta)
+    x = torch.randn(2, 5, 8)
+    mask = attnlib.padding_mask(torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]]), 0)
+    out = theirs.eval()(x, src_key_padding_mask=attnlib.to_masked_out(mask[:, 0, 0]))
+    torch.testing.assert_close(layer(x, mask), out)
+
+
+def test_decoder_layer_reference_is_post_ln_with_distinct_norms():
+    for args in (blocks_checks.DECODER_ARGS, (12, 3, 24, 0.2)):
+        layer = blocks_checks._reference_decoder(*args)
+        assert not layer.training and not layer.norm_first
+        gammas = [n.gamma for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
+        assert not torch.equal(gammas[0], gammas[1]) and not torch.equal(gammas[1], gammas[2])
+
+
+def test_decoder_experiment():
+    """A shuffled target changes the outputs; a shuffled memory leaves them; only the identity commutes."""
+    assert blocks_checks._decoder_experiment() == ("changed", "unchanged", 1)
+
+
+def test_decoder_layer_ignores_the_memorys_order_but_not_the_targets():
+    torch.manual_seed(0)
+    layer = attnlib.DecoderLayer(8, 2, 16, dropout=0.0).eval()
+    x, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    out = layer(x, memory)
+    torch.testing.assert_close(layer(x, memory[:, [5, 2, 0, 1, 4, 3]]), out)
+    swapped = layer(x[:, [1, 0, 2, 3]], memory)
+    assert not torch.allclose(swapped[:, [1, 0]], out[:, :2], atol=1e-4)  # slots 0 and 1 see other prefixes
+    torch.testing.assert_close(swapped[:, 2:], out[:, 2:])  # later slots see the same set of tokens
 
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -151,15 +207,6 @@ def rms(x, gain, eps, *, centre=False, spread_around_mean=False, outside=False, 
     if outside:
         return gain * x_top / (mean_square.sqrt() + eps)
     return gain * x_top / ((mean_square + eps).sqrt() if root else mean_square + eps)
-
-
-def causal(tgt):
-    t = tgt.shape[1]
-    return torch.ones(t, t, dtype=torch.bool).tril()
-
-
-def keys(tgt, pad_id):
-    return (tgt != pad_id)[:, None, None, :]
 
 
 WRONG = [
@@ -208,35 +255,42 @@ WRONG = [
         "over the last dimension only",
     ),
     (check.rms_norm, lambda x, g, eps: x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps), "learned gain"),
-    (check.decoder_self_mask, lambda t, p: ~right_mask(t, p), "the mask is inverted"),
+    (check.cross_attention_mask, lambda s, t, p: ~right_cross_mask(s, t, p), "the mask is inverted"),
     (
-        check.decoder_self_mask,
-        lambda t, p: causal(t)[None, None].expand(t.shape[0], 1, -1, -1).clone(),
-        "padded keys must be hidden too",
+        check.cross_attention_mask,
+        lambda s, t, p: (s == p)[:, None, None, :].expand(-1, -1, t.shape[1], -1),
+        "the mask is inverted",
     ),
-    (check.decoder_self_mask, lambda t, p: causal(t)[None, None], "padded keys must be hidden too"),
-    (check.decoder_self_mask, lambda t, p: keys(t, p).expand(-1, -1, t.shape[1], -1), "must not look ahead"),
-    (check.decoder_self_mask, keys, "must not look ahead"),
-    (check.decoder_self_mask, lambda t, p: keys(t, p) | causal(t), "combine the two with &"),
-    (check.decoder_self_mask, lambda t, p: keys(t, p) & causal(t).logical_not(), "the mask is inverted"),
+    (check.cross_attention_mask, lambda s, t, p: (s != p)[:, None, None, :], "asks for the full grid"),
     (
-        check.decoder_self_mask,
-        lambda t, p: keys(t, p) & torch.ones_like(causal(t)).triu(),
-        "*lower* triangle",
+        check.cross_attention_mask,
+        lambda s, t, p: (
+            right_cross_mask(s, t, p) & torch.ones(t.shape[1], s.shape[1], dtype=torch.bool).tril()
+        ),
+        "cross-attention is not causal",
     ),
     (
-        check.decoder_self_mask,
-        lambda t, p: (t != p)[:, None, :, None] & causal(t),
-        "you hid the padded query rows",
+        check.cross_attention_mask,
+        lambda s, t, p: (t != p)[:, None, None, :].expand(-1, -1, t.shape[1], -1),
+        "take the padding from src",
     ),
     (
-        check.decoder_self_mask,
-        lambda t, p: keys(t, p) & keys(t, p).transpose(-1, -2) & causal(t),
-        "you hid the padded query rows",
+        check.cross_attention_mask,
+        lambda s, t, p: (s != p)[:, None, :, None].expand(-1, -1, -1, t.shape[1]),
+        "yours is the other way round",
     ),
-    (check.decoder_self_mask, lambda t, p: (t != p)[:, None, :] & causal(t), "keep an axis for the heads"),
-    (check.decoder_self_mask, lambda t, p: right_mask(t, p).float(), "must be boolean"),
-    (check.decoder_self_mask, lambda t, p: right_mask(t, p).int().long(), "must be boolean"),
+    (
+        check.cross_attention_mask,
+        lambda s, t, p: (t != p)[:, None, :, None] & (s != p)[:, None, None, :],
+        "you hid the padded target rows",
+    ),
+    (
+        check.cross_attention_mask,
+        lambda s, t, p: right_cross_mask(s, t, p)[:, 0],
+        "keep an axis for the heads",
+    ),
+    (check.cross_attention_mask, lambda s, t, p: right_cross_mask(s, t, p).float(), "must be boolean"),
+    (check.cross_attention_mask, lambda s, t, p: right_cross_mask(s, t, p).long(), "must be boolean"),
 ]
 
 
@@ -247,7 +301,7 @@ def test_typical_mistakes_get_their_hint(check_fn, wrong, hint):
 
 # ----------------------------------------------------------------------------- not yet / crashes
 
-FUNCTION_CHECKS = [check.shift_matrix, check.rms_norm, check.decoder_self_mask]
+FUNCTION_CHECKS = [check.shift_matrix, check.rms_norm, check.cross_attention_mask]
 
 
 @pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
@@ -261,15 +315,17 @@ def test_checks_leave_the_global_seed_alone():
     state = torch.random.get_rng_state()
     for check_fn in (*FUNCTION_CHECKS, check.beam_step):
         check_fn(lambda *args: None)
-    check.decoder_self_mask(right_mask)
+    check.cross_attention_mask(right_cross_mask)
     check.attention_map_count(48)
     check.encoder_layer(RightLayer)
-    check.shuffled_tokens("permuted", "changed")
+    check.decoder_layer(RightDecoder)
+    blocks_checks._decoder_experiment.cache_clear()  # run the experiment itself, not its cached result
+    check.decoder_shuffle("changed", "unchanged", 1)
     check.greedy_vs_beam("a", "b")
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-# ----------------------------------------------------------------------------- a whole encoder layer
+# ----------------------------------------------------------------------------- a pre-LN encoder layer
 
 
 class RightLayer(nn.Module):
@@ -284,8 +340,8 @@ class RightLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, mask=None):
-        h = self.attention_norm(x + self.dropout(self.attention(x, mask=mask)))
-        return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
+        h = x + self.dropout(self.attention(self.attention_norm(x), mask=mask))
+        return h + self.dropout(self.feed_forward(self.ffn_norm(h)))
 
 
 class OtherNamesLayer(nn.Module):
@@ -300,8 +356,13 @@ class OtherNamesLayer(nn.Module):
 
     def forward(self, x, mask):
         drop = lambda h: nn.functional.dropout(h, self.p, training=self.training)  # noqa: E731
-        x = self.norm_a(x + drop(self.mha(x, mask=mask)))
-        return self.norm_b(x + drop(self.mlp(x)))
+        x = x + drop(self.mha(self.norm_a(x), mask=mask))
+        return x + drop(self.mlp(self.norm_b(x)))
+
+
+class PreLNEncoderLayer(attnlib.EncoderLayer):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout, norm_first=True)
 
 
 def slip(forward, **init):
@@ -322,56 +383,56 @@ def att(layer, h, mask):
     return layer.attention(h, mask=mask)
 
 
+def normalised_residual(self, x, mask=None):
+    n = self.attention_norm(x)
+    h = n + att(self, n, mask)  # the residual adds norm(x), not x
+    n = self.ffn_norm(h)
+    return n + self.feed_forward(n)
+
+
 LAYER_SLIPS = [
     (
-        lambda s, x, m=None: (h := x + att(s, s.attention_norm(x), m)) + s.feed_forward(s.ffn_norm(h)),
-        "pre-LN",
+        lambda s, x, m=None: s.ffn_norm((h := s.attention_norm(x + att(s, x, m))) + s.feed_forward(h)),
+        "that is post-LN",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm(s.feed_forward(h := s.attention_norm(att(s, x, m)) + x)) + h,
-        "add the residual *before* the norm",
+        lambda s, x, m=None: (h := x + s.attention_norm(att(s, x, m))) + s.ffn_norm(s.feed_forward(h)),
+        "not its output",
     ),
+    (normalised_residual, "the residual path stays un-normalised"),
     (
-        lambda s, x, m=None: s.ffn_norm(s.feed_forward(s.attention_norm(att(s, x, m)))),
+        lambda s, x, m=None: s.feed_forward(s.ffn_norm(att(s, s.attention_norm(x), m))),
         "its residual connection",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm((h := s.attention_norm(att(s, x, m))) + s.feed_forward(h)),
+        lambda s, x, m=None: (h := att(s, s.attention_norm(x), m)) + s.feed_forward(s.ffn_norm(h)),
         "the attention sublayer lost its residual",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm(s.feed_forward(s.attention_norm(x + att(s, x, m)))),
+        lambda s, x, m=None: s.feed_forward(s.ffn_norm(x + att(s, s.attention_norm(x), m))),
         "the feed-forward sublayer lost its residual",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm(x + s.feed_forward(s.attention_norm(x + att(s, x, m)))),
+        lambda s, x, m=None: x + s.feed_forward(s.ffn_norm(x + att(s, s.attention_norm(x), m))),
         "the input *of its own sublayer*",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm((h := s.attention_norm(x + s.attention(x))) + s.feed_forward(h)),
+        lambda s, x, m=None: (h := x + s.attention(s.attention_norm(x))) + s.feed_forward(s.ffn_norm(h)),
         "ignored",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm((h := x + att(s, x, m)) + s.feed_forward(h)),
-        "you normalised only once",
-    ),
-    (
-        lambda s, x, m=None: (h := s.attention_norm(x + att(s, x, m))) + s.feed_forward(h),
-        "norm2(h + feed_forward",
-    ),
-    (
-        lambda s, x, m=None: s.attention_norm((h := s.attention_norm(x + att(s, x, m))) + s.feed_forward(h)),
+        lambda s, x, m=None: (h := x + att(s, s.attention_norm(x), m)) + s.feed_forward(s.attention_norm(h)),
         "you used the first one twice",
     ),
     (
-        lambda s, x, m=None: s.ffn_norm((h := s.attention_norm(x + s.feed_forward(x))) + att(s, h, m)),
+        lambda s, x, m=None: (h := x + s.feed_forward(s.attention_norm(x))) + att(s, s.ffn_norm(h), m),
         "self-attention comes first",
     ),
 ]
 
 
 def test_right_encoder_layers_pass():
-    for layer_cls in (RightLayer, OtherNamesLayer, attnlib.EncoderLayer):
+    for layer_cls in (RightLayer, OtherNamesLayer, PreLNEncoderLayer):
         verdict = check.encoder_layer(layer_cls)
         assert verdict and verdict.status == "pass", (layer_cls, verdict.message)
 
@@ -383,13 +444,18 @@ def test_encoder_layer_slips_get_their_hint(forward, hint):
     assert "hint:" in verdict.message and hint in verdict.message, verdict.message
 
 
+def test_the_post_ln_layer_of_the_notebook_gets_the_pre_ln_hint():
+    verdict = check.encoder_layer(attnlib.EncoderLayer)
+    assert not verdict and "that is post-LN" in verdict.message, verdict.message
+
+
 def test_encoder_layer_causal_attention_and_dropout_in_eval_get_their_hint():
     causal = check.encoder_layer(slip(None, qkv_bias=True, causal=True))
     assert not causal and "causal=False" in causal.message, causal.message
 
     def dropping(self, x, mask=None):
-        h = self.attention_norm(x + nn.functional.dropout(self.attention(x, mask=mask), 0.1))
-        return self.ffn_norm(h + self.feed_forward(h))
+        h = x + nn.functional.dropout(self.attention(self.attention_norm(x), mask=mask), 0.1)
+        return h + self.feed_forward(self.ffn_norm(h))
 
     dropout = check.encoder_layer(slip(dropping))
     assert not dropout and "dropout is still active" in dropout.message, dropout.message
@@ -402,8 +468,17 @@ class OneNorm(RightLayer):
         del self.ffn_norm
 
     def forward(self, x, mask=None):
-        h = x + self.attention(x, mask=mask)
-        return self.attention_norm(h + self.feed_forward(h))
+        h = x + self.attention(self.attention_norm(x), mask=mask)
+        return h + self.feed_forward(self.attention_norm(h))
+
+
+class FinalNorm(RightLayer):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.final_norm = attnlib.LayerNorm(dim)
+
+    def forward(self, x, mask=None):
+        return self.final_norm(super().forward(x, mask))
 
 
 class TorchAttention(RightLayer):
@@ -448,6 +523,7 @@ class NotAModule:
     ("answer", "expected"),
     [
         (OneNorm, "found 1 LayerNorm"),
+        (FinalNorm, "belongs to the stack"),
         (TorchAttention, "nn.MultiheadAttention is PyTorch's"),
         (OneHead, "num_heads=1"),
         (NoBias, "qkv_bias=True"),
@@ -456,7 +532,7 @@ class NotAModule:
         (TwoArguments, "your constructor takes `(dim, n_heads)`"),
         (RightLayer(8, 2, 16), "pass the class itself"),
         (NotAModule, "expected a class derived from nn.Module"),
-        (right_mask, "expected a class derived from nn.Module"),
+        (right_cross_mask, "expected a class derived from nn.Module"),
     ],
 )
 def test_encoder_layer_bad_input_gets_a_clear_message(answer, expected):
@@ -494,21 +570,290 @@ def test_encoder_layer_stub_is_todo_and_crash_is_reported_without_traceback():
     assert "raised RuntimeError" in error.message and "self.feed_forward.w1.weight" in error.message
 
 
-# ----------------------------------------------------------------------------- the shuffle ablation
+# ----------------------------------------------------------------------------- the decoder shuffle
 
 
-def test_shuffled_tokens_prediction():
-    assert check.shuffled_tokens("permuted", "changed").status == "pass"
-    assert check.shuffled_tokens(" Permuted", "CHANGED ").status == "pass"
-    assert check.shuffled_tokens(..., "changed").status == "todo"
-    for without, with_, hint in [
-        ("unchanged", "changed", "nothing in the layer knows where a token sits"),
-        ("changed", "changed", "nothing in the layer knows where a token sits"),
-        ("permuted", "permuted", "belongs to the slot, not to the token"),
-        ("permuted", "unchanged", "belongs to the slot, not to the token"),
+def test_decoder_shuffle_prediction():
+    assert check.decoder_shuffle("changed", "unchanged", 1).status == "pass"
+    assert check.decoder_shuffle(" Changed", "UNCHANGED ", 1.0).status == "pass"
+    assert check.decoder_shuffle(..., "unchanged", 1).status == "todo"
+    assert check.decoder_shuffle("changed", "unchanged", ...).status == "todo"
+    for answers, hint in [
+        (("permuted", "unchanged", 1), "the causal mask belongs to the slots"),
+        (("unchanged", "unchanged", 1), "the causal mask belongs to the slots"),
+        (("changed", "permuted", 1), "the memory's rows are keys and values only"),
+        (("changed", "changed", 1), "the memory's rows are keys and values only"),
+        (("changed", "unchanged", 24), "not every order commutes"),
+        (("changed", "unchanged", 0), "leaving the tokens where they are"),
+        (("changed", "unchanged", 6), "the first slot must keep its token"),
+        (("changed", "unchanged", 2), "the first slot must keep its token"),
     ]:
-        verdict = check.shuffled_tokens(without, with_)
+        verdict = check.decoder_shuffle(*answers)
         assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
     for odd in ("same", 3, None):
-        verdict = check.shuffled_tokens(odd, "changed")
-        assert not verdict and "answer each with one of" in verdict.message
+        verdict = check.decoder_shuffle(odd, "unchanged", 1)
+        assert not verdict and "answer the first two with one of" in verdict.message
+    for odd in ("one", 1.5, 25, -1, True):
+        verdict = check.decoder_shuffle("changed", "unchanged", odd)
+        assert not verdict and "a whole number from 0 to 24" in verdict.message, verdict.message
+
+
+# ----------------------------------------------------------------------------- a post-LN decoder layer
+
+
+class RightDecoder(nn.Module):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__()
+        self.self_attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, qkv_bias=True)
+        self.self_attn_norm = attnlib.LayerNorm(dim)
+        self.cross_attention = attnlib.MultiHeadAttention(
+            dim, dim, 64, dropout, n_heads, qkv_bias=True, causal=False
+        )
+        self.cross_attn_norm = attnlib.LayerNorm(dim)
+        self.feed_forward = attnlib.FeedForward(dim, hidden_dim, dropout)
+        self.ffn_norm = attnlib.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        h = self.self_attn_norm(x + self.dropout(self.self_attention(x, mask=tgt_mask)))
+        h = self.cross_attn_norm(h + self.dropout(self.cross_attention(h, memory, src_mask)))
+        return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
+
+
+class OtherNamesDecoder(nn.Module):
+    """Right: PyTorch's norms, the cross-attention created first, keywords, a causal mask of its own."""
+
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__()
+        self.mix = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, qkv_bias=True, causal=False)
+        self.read = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, qkv_bias=True, causal=False)
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(3))
+        self.mlp = attnlib.FeedForward(dim, hidden_dim, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        causal = attnlib.causal_mask(x.shape[1])
+        own = causal if tgt_mask is None else attnlib.combine_masks(tgt_mask, causal)
+        h = self.norms[2](x + self.drop(self.read(x, mask=own)))
+        h = self.norms[0](h + self.drop(self.mix(h, memory=memory, mask=src_mask)))
+        return self.norms[1](h + self.drop(self.mlp(h)))
+
+
+def decoder_slip(forward, **self_init):
+    """RightDecoder with one typical slip in its forward (or its self-attention's arguments)."""
+
+    class MyDecoderLayer(RightDecoder):
+        def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+            super().__init__(dim, n_heads, hidden_dim, dropout)
+            if self_init:
+                self.self_attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, **self_init)
+
+    if forward is not None:
+        MyDecoderLayer.forward = forward
+    return MyDecoderLayer
+
+
+def sa(s, h, m):
+    return s.self_attention(h, mask=m)
+
+
+def ca(s, h, memory, m):
+    return s.cross_attention(h, memory, m)
+
+
+DECODER_SLIPS = [
+    (
+        lambda s, x, mem, sm=None, tm=None: (
+            (h := (h1 := x + sa(s, s.self_attn_norm(x), tm)) + ca(s, s.cross_attn_norm(h1), mem, sm))
+            + s.feed_forward(s.ffn_norm(h))
+        ),
+        "that is pre-LN, x + sublayer(norm(x))",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: (
+            (
+                h := (h1 := x + sa(s, s.self_attn_norm(x), tm))
+                + ca(s, (n := s.cross_attn_norm)(h1), n(mem), sm)
+            )
+            + s.feed_forward(s.ffn_norm(h))
+        ),
+        "normalised the memory as well",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm((h1 := s.self_attn_norm(x + sa(s, x, None))) + ca(s, h1, mem, sm)))
+            + s.feed_forward(h)
+        ),
+        "ignores tgt_mask",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm((h1 := s.self_attn_norm(x + sa(s, x, tm))) + ca(s, h1, mem, None)))
+            + s.feed_forward(h)
+        ),
+        "ignores src_mask",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm((h1 := s.self_attn_norm(x + sa(s, x, tm))) + ca(s, h1, h1, tm)))
+            + s.feed_forward(h)
+        ),
+        "you attended to the target again",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm(s.self_attn_norm(x + sa(s, x, tm)) + ca(s, x, mem, sm)))
+            + s.feed_forward(h)
+        ),
+        "queries come from the self-attention sublayer's output h",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm(x + ca(s, s.self_attn_norm(x + sa(s, x, tm)), mem, sm)))
+            + s.feed_forward(h)
+        ),
+        "the input *of its own sublayer*",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            s.feed_forward(s.cross_attn_norm(ca(s, s.self_attn_norm(sa(s, x, tm)), mem, sm)))
+        ),
+        "needs its residual connection",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: (
+            (h := (h1 := s.self_attn_norm(sa(s, x, tm)) + x) + s.cross_attn_norm(ca(s, h1, mem, sm)))
+            + s.ffn_norm(s.feed_forward(h))
+        ),
+        "add the residual *before* the norm",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.self_attn_norm(
+            (h := s.self_attn_norm((h1 := s.self_attn_norm(x + sa(s, x, tm))) + ca(s, h1, mem, sm)))
+            + s.feed_forward(h)
+        ),
+        "you used the first one three times",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm((h1 := s.self_attn_norm(x + ca(s, x, mem, sm))) + sa(s, h1, tm)))
+            + s.feed_forward(h)
+        ),
+        "masked self-attention comes first",
+    ),
+    (
+        lambda s, x, mem, sm=None, tm=None: s.ffn_norm(
+            (h := s.cross_attn_norm((h1 := s.self_attn_norm(x + sa(s, x, tm))) + s.feed_forward(h1)))
+            + ca(s, h, mem, sm)
+        ),
+        "the feed-forward is last",
+    ),
+]
+
+
+def test_right_decoder_layers_pass():
+    for layer_cls in (RightDecoder, OtherNamesDecoder, attnlib.DecoderLayer):
+        verdict = check.decoder_layer(layer_cls)
+        assert verdict and verdict.status == "pass", (layer_cls, verdict.message)
+
+
+@pytest.mark.parametrize(("forward", "hint"), DECODER_SLIPS)
+def test_decoder_layer_slips_get_their_hint(forward, hint):
+    verdict = check.decoder_layer(decoder_slip(forward))
+    assert not verdict and verdict.status == "fail"
+    assert "hint:" in verdict.message and hint in verdict.message, verdict.message
+
+
+def test_decoder_layer_without_a_causal_self_attention_gets_its_hint():
+    verdict = check.decoder_layer(decoder_slip(None, qkv_bias=True, causal=False))
+    assert not verdict and "build it with causal=True" in verdict.message, verdict.message
+
+
+def test_decoder_layer_dropout_in_eval_gets_its_hint():
+    def dropping(self, x, memory, src_mask=None, tgt_mask=None):
+        h = self.self_attn_norm(x + nn.functional.dropout(self.self_attention(x, mask=tgt_mask), 0.1))
+        h = self.cross_attn_norm(h + self.cross_attention(h, memory, src_mask))
+        return self.ffn_norm(h + self.feed_forward(h))
+
+    verdict = check.decoder_layer(decoder_slip(dropping))
+    assert not verdict and "dropout is still active" in verdict.message, verdict.message
+
+
+class OneAttention(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.cross_attention = self.self_attention  # one module, registered twice
+
+
+class BothCausal(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.cross_attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, qkv_bias=True)
+
+
+class TwoNorms(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.cross_attn_norm = self.self_attn_norm
+
+
+class TorchCross(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.cross_attention = nn.MultiheadAttention(dim, n_heads, batch_first=True)
+
+
+class NoBiasCross(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.cross_attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, causal=False)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (OneAttention, "found 1 attnlib.MultiHeadAttention"),
+        (TorchCross, "nn.MultiheadAttention is PyTorch's"),
+        (BothCausal, "must be built with causal=False"),
+        (TwoNorms, "found 2 LayerNorm"),
+        (NoBiasCross, "qkv_bias=True"),
+        (TwoArguments, "your constructor takes `(dim, n_heads)`"),
+        (RightDecoder(8, 2, 16), "pass the class itself"),
+        (NotAModule, "expected a class derived from nn.Module"),
+    ],
+)
+def test_decoder_layer_bad_input_gets_a_clear_message(answer, expected):
+    verdict = check.decoder_layer(answer)
+    assert not verdict and expected in verdict.message, verdict.message
+    assert "Traceback" not in verdict.message
+
+
+def test_decoder_layer_stub_is_todo_and_crash_is_reported_without_traceback():
+    stub_source = student.stub_source(
+        "class MyDecoderLayer(nn.Module):\n"
+        "    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):\n"
+        "        super().__init__()\n"
+        "        self.norm = attnlib.LayerNorm(dim)\n\n"
+        "    def forward(self, x, memory, src_mask=None, tgt_mask=None):\n"
+        "        return self.norm(x)\n"
+    )
+    namespace = {"nn": nn, "attnlib": attnlib}
+    exec(stub_source, namespace)
+    todo = check.decoder_layer(namespace["MyDecoderLayer"])
+    assert todo.status == "todo" and "not yet" in todo.message
+
+    class ForwardStub(RightDecoder):
+        def forward(self, x, memory, src_mask=None, tgt_mask=None):
+            raise NotImplementedError
+
+    assert check.decoder_layer(ForwardStub).status == "todo"
+
+    class Crashes(RightDecoder):
+        def forward(self, x, memory, src_mask=None, tgt_mask=None):
+            return (
+                self.cross_attention(x, memory, src_mask) @ self.feed_forward.w1.weight
+            )  # (B, Tt, D) @ (F, D)
+
+    error = check.decoder_layer(Crashes)
+    assert error.status == "error" and "Traceback" not in error.message
+    assert "raised RuntimeError" in error.message and "self.feed_forward.w1.weight" in error.message

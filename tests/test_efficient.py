@@ -106,6 +106,67 @@ def test_tiled_fully_masked_rows_are_zero_and_gradients_match():
     torch.testing.assert_close(grad, expected, atol=1e-5, rtol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    t=st.integers(1, 40),
+    window=st.integers(1, 45),
+    block_q=st.integers(1, 9),
+    block_k=st.integers(1, 9),
+    padded=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_window_equals_the_dense_masked_attention(t, window, block_q, block_k, padded, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(3, 2, 2, t, 8, generator=g).unbind(0)
+    band = sliding_window_mask(t, window)  # (T, T)
+    pad = (torch.rand(2, 1, 1, t, generator=g) < 0.8) if padded else None  # fully masked rows happen
+    got = tiled_attention(q, k, v, pad, is_causal=True, window=window, block_q=block_q, block_k=block_k)
+    expected, _ = scaled_dot_product_attention(q, k, v, attnlib.combine_masks(band, pad))
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    if not padded:  # torch's fused kernel, given the same boolean mask
+        fused = F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+        torch.testing.assert_close(got, fused, atol=1e-5, rtol=1e-5)
+
+
+class _CountMatmuls(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += getattr(func, "__name__", "") in ("matmul", "__matmul__")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize(("t", "window", "block"), [(64, 8, 16), (64, 16, 16), (100, 30, 8), (32, 40, 8)])
+def test_tiled_window_computes_only_the_tiles_that_meet_the_band(t, window, block):
+    q, k, v = torch.randn(3, 1, t, 4).unbind(0)
+    band = sliding_window_mask(t, window)  # (T, T)
+    n = -(-t // block)  # tiles per side
+    blocks = [slice(i * block, (i + 1) * block) for i in range(n)]
+    meets = [[bool(band[rows, cols].any()) for cols in blocks] for rows in blocks]  # (n, n)
+    with _CountMatmuls() as counter:
+        tiled_attention(q, k, v, is_causal=True, window=window, block_q=block, block_k=block)
+    assert counter.calls == 2 * sum(map(sum, meets))  # Q Kᵀ and P V for each tile that meets the band
+    with _CountMatmuls() as causal_only:
+        tiled_attention(q, k, v, is_causal=True, block_q=block, block_k=block)
+    assert causal_only.calls == 2 * n * (n + 1) // 2 >= counter.calls
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_tiled_attention_accumulates_reduced_precision_in_float32(dtype):
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 2, 2, 512, 32, generator=g).to(dtype).unbind(0)
+    reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    got = tiled_attention(q, k, v, is_causal=True)
+    assert got.dtype == dtype
+    # within one rounding of the result to the reduced type (eps / 2 relative: 2^-8 for bfloat16,
+    # 2^-11 for float16): all the error is the final cast; statistics kept in bfloat16 would be off
+    # by far more
+    tolerance = reference.abs() * torch.finfo(dtype).eps / 2 + 1e-6
+    assert ((got.float() - reference).abs() <= tolerance).all()
+
+
 def test_tiled_attention_names_bad_input():
     q = torch.randn(2, 5, 4)
     with pytest.raises(ValueError, match=r"\(Tq, Dk\), \(B, Tq, Dk\)"):
@@ -118,6 +179,10 @@ def test_tiled_attention_names_bad_input():
         tiled_attention(q, q, q, torch.ones(5, 5))
     with pytest.raises(ValueError, match="Tq == Tk"):
         tiled_attention(q, torch.randn(2, 6, 4), torch.randn(2, 6, 4), is_causal=True)
+    with pytest.raises(ValueError, match="needs is_causal=True"):
+        tiled_attention(q, q, q, window=3)
+    with pytest.raises(ValueError, match="window >= 1"):
+        tiled_attention(q, q, q, is_causal=True, window=0)
 
 
 def test_peak_memory_counts_known_allocations_and_grows_with_t_squared_only_for_the_naive_version():
@@ -251,9 +316,8 @@ def test_rotary_equals_complex_multiplication_and_keeps_norms(t, half, offset, s
     x = torch.randn(2, t, 2 * half, generator=g)
     positions = torch.arange(t) + offset
     rotated = apply_rotary(x, positions)
-    # attnlib's angles m * theta are float32, the reference's float64: near m = 500 a float32 angle
-    # is off by up to half its spacing (3e-5 rad), times |x| (a few units) in the result.
-    torch.testing.assert_close(rotated, complex_rotary(x, positions), atol=2e-4, rtol=1e-5)
+    # the angles are float64 on both sides; only the float32 cos, sin and products differ
+    torch.testing.assert_close(rotated, complex_rotary(x, positions), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
 
 
@@ -269,12 +333,25 @@ def test_rotary_scores_depend_only_on_the_offset(m, n, shift):
     assert not torch.allclose(score(m, n), score(m, n + 1), atol=1e-3)  # another offset, another score
 
 
+def test_rotary_keeps_float64_accuracy_far_from_the_start():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 64, generator=g, dtype=torch.float64)
+    positions = torch.tensor([0, 100_000, 123_457])
+    # float32 angles near m = 100,000 can be off by up to ~4e-3 rad; float64 ones agree to float64 precision
+    torch.testing.assert_close(apply_rotary(x, positions), complex_rotary(x, positions), atol=1e-9, rtol=1e-9)
+    rotated32 = apply_rotary(x.float(), positions)
+    assert rotated32.dtype == torch.float32
+    torch.testing.assert_close(rotated32, complex_rotary(x, positions).float(), atol=1e-5, rtol=1e-5)
+
+
 def test_rotary_angles_and_errors():
     angles = rotary_angles(torch.tensor([0, 1, 2]), 4)
     torch.testing.assert_close(angles, torch.tensor([[0.0, 0.0], [1.0, 0.01], [2.0, 0.02]]))
     assert math.isclose(
         float(rotary_angles(torch.tensor([1]), 8, base=100.0)[0, 1]), 100 ** (-2 / 8), rel_tol=1e-6
     )
+    assert angles.dtype == torch.float32
+    assert rotary_angles(torch.tensor([100_000]), 4, dtype=torch.float64)[0, 0].item() == 100_000.0
     with pytest.raises(ValueError, match="even head_dim"):
         apply_rotary(torch.randn(3, 5))
     with pytest.raises(ValueError, match=r"positions of shape \(T,\) with T=3"):

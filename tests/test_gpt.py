@@ -13,8 +13,8 @@ from attnlib.data import PairDataset, Vocab
 from attnlib.gpt import GPT, NextTokenModel
 from attnlib.kv_cache import KVCache, cached_attention
 from attnlib.memory import kv_cache_bytes
-from attnlib.sampling import complete, next_token_probs, sample_next, top_k_logits
-from attnlib.tasks import addition_lines
+from attnlib.sampling import complete, next_token_probs, sample_next, top_k_logits, top_p_logits
+from attnlib.tasks import addition_lines, addition_split
 from attnlib.training import sequence_loss
 
 V, CONTEXT = 11, 24
@@ -282,3 +282,62 @@ def test_complete_stops_at_eos_and_agrees_without_cache():
     for row, got in zip(raw.tolist(), new.tolist(), strict=True):
         end = row.index(2) if 2 in row else 8
         assert got[:end] == row[:end] and all(t == 2 for t in got[end:])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    p=st.floats(0.05, 0.95),
+    rows=st.integers(1, 3),
+    scale=st.sampled_from([0.5, 2.0, 6.0]),
+)
+def test_top_p_keeps_the_smallest_most_likely_set_that_reaches_p(seed, p, rows, scale):
+    logits = torch.randn(rows, 9, generator=torch.Generator().manual_seed(seed)) * scale
+    probs = torch.softmax(logits, dim=-1)
+    kept = top_p_logits(logits, p).isfinite()  # (rows, V)
+    assert torch.equal(top_p_logits(logits, p)[kept], logits[kept])  # kept logits unchanged
+    for row_probs, row_kept in zip(probs, kept, strict=True):
+        assert row_kept[row_probs.argmax()]  # the most likely token is always kept
+        assert (
+            row_kept.all() or row_probs[row_kept].min() >= row_probs[~row_kept].max()
+        )  # the most likely ones
+        mass = row_probs[row_kept].sum()
+        assert mass >= p - 1e-6 or row_kept.all()  # they reach p
+        assert mass - row_probs[row_kept].min() < p + 1e-6  # without the last one they would not
+
+
+def test_top_p_edge_cases_and_sampling():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    assert torch.equal(top_p_logits(logits, None), logits) and torch.equal(top_p_logits(logits, 1.0), logits)
+    assert top_p_logits(logits, 1e-3).isfinite().tolist() == [[True, False, False, False]]
+    probs = next_token_probs(logits, 1.0, top_p=0.8)  # softmax: 0.64, 0.24, 0.09, 0.03
+    assert probs[0, 2:].eq(0).all() and torch.allclose(probs.sum(), torch.tensor(1.0))
+    draws = sample_next(logits.expand(200, 4), 1.0, top_p=0.8, generator=torch.Generator().manual_seed(0))
+    assert set(draws.tolist()) == {0, 1}
+    with pytest.raises(ValueError, match="top_p"):
+        next_token_probs(logits, 1.0, top_p=0.0)
+    for bad in (0.0, -0.1, 1.5, True, "0.9"):  # p = 0 would drop every token: all -inf, a NaN softmax
+        with pytest.raises(ValueError, match=r"top_p, a probability in \(0, 1\]"):
+            top_p_logits(logits, bad)
+    with pytest.raises(ValueError, match="top_p"):
+        small_gpt().generate(torch.zeros(1, 2, dtype=torch.long), 2, top_p=1.5)
+
+
+def test_top_p_generation_with_cache_equals_without():
+    model, start = small_gpt(), torch.randint(0, V, (3, 4), generator=torch.Generator().manual_seed(1))
+    runs = [
+        model.generate(start, 6, 1.2, 5, use_cache=c, generator=torch.Generator().manual_seed(2), top_p=0.7)
+        for c in (True, False)
+    ]
+    assert torch.equal(runs[0], runs[1])
+
+
+def test_addition_split_holds_out_both_orders():
+    train, test = addition_split(1000, seed=0)
+    assert len(test) == 1000 and len(train) == 9000
+    assert sorted(train + test) == sorted(addition_lines(seed=0))
+    seen = {prompt for prompt, _ in train}
+    assert not any(f"{p[3:5]}+{p[:2]}=" in seen for p, _ in test)  # no held-out line's twin b+a trains
+    assert test[:3] == addition_lines(3, seed=0)  # the seeded order is kept
+    with pytest.raises(ValueError, match="n_test"):
+        addition_split(10_000)

@@ -103,3 +103,22 @@ def test_gradients_reach_every_part_and_a_trained_model_copies():
 def test_mismatched_attention_size_raises():
     with pytest.raises(ValueError, match="hidden_size=4"):
         LuongDecoder(V, H, 1, make_attention("dot", 4))
+
+
+def test_the_step_diagram_draws_the_lstm_inputs_luongs_decoder_uses():
+    import matplotlib.pyplot as plt
+
+    from attnlib.viz import decoder_step_diagram
+
+    texts = [t.get_text() for t in decoder_step_diagram("luong").texts]
+    plt.close("all")
+    # The LSTM reads its previous state and memory cell (not labelled c, the context's symbol)
+    # and [y_{t-1}; h~_{t-1}]: an input 2H wide with input feeding (the default drawn), H without
+    # it (the "optional" of the dashed arrow, which carries h~_t to step t+1).
+    assert "$h_{t-1}$ and its cell" in texts
+    assert not any("c_{t-1}" in t for t in texts)
+    assert any("t+1" in t and "optional" in t for t in texts)
+    assert any("y_{t-1}" in t and r"\tilde h_{t-1}" in t for t in texts)
+    assert any("optional" in t for t in texts)
+    assert make_model(feeding=True).decoder.rnn.input_size == 2 * H
+    assert make_model(feeding=False).decoder.rnn.input_size == H

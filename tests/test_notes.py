@@ -43,8 +43,10 @@ def test_apply_labels_collapses_and_is_idempotent():
     assert notes.apply(nb) is True
     assert notes.problems(nb) == []
     first, second = nb.cells[1], nb.cells[3]
-    assert first.source.startswith(notes.LABEL + "\n\n" + notes.PRESENTING + "\n\nAbout 20 minutes. Start")
-    assert second.source == notes.LABEL + "\n\nAsk the class: why?"
+    assert first.source.startswith(
+        f"{notes.LABEL}\n\n{notes.OPEN}\n\n{notes.PRESENTING}\n\nAbout 20 minutes. Start"
+    )
+    assert second.source == f"{notes.LABEL}\n\n{notes.OPEN}\n\nAsk the class: why?\n\n{notes.CLOSE}"
     assert all(c.metadata["jupyter"]["source_hidden"] is True for c in (first, second))
     assert first.metadata["slideshow"]["slide_type"] == "notes"  # what RISE and the decks read
     assert "the cell tagged `solution`, then run it" in nb.cells[4].source
@@ -70,11 +72,14 @@ def test_the_command_rewrites_only_what_is_needed(tmp_path, capsys):
     assert path.read_text() == text
 
 
-def test_collapsed_notes_still_reach_the_slide_deck():
-    from nbconvert import SlidesExporter
+def test_collapsed_notes_still_reach_the_slide_deck(tmp_path):
+    from tools.slides import build_decks
 
     nb = old_style_notebook()
     notes.apply(nb)
-    html, _ = SlidesExporter().from_notebook_node(nb)
+    nbformat.write(nb, tmp_path / "99_demo.ipynb")
+    (deck,) = build_decks(tmp_path / "99_demo.ipynb", tmp_path / "slides")
+    html = deck.read_text()
     assert html.count('<aside class="notes">') == 2
     assert "Start with a question" in html and "Ask the class" in html
+    assert "<details>" not in html  # the speaker view shows the notes whole

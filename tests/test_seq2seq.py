@@ -225,6 +225,17 @@ def test_hard_attention_is_one_hot_and_blocks_gradients():
     assert not weights.requires_grad  # no path back to W_a: backprop cannot train it
 
 
+def test_additive_score_is_the_papers_two_matrix_form():
+    """Bahdanau et al. (2015, A.1.2) write v_aᵀ tanh(W_a s + U_a h_j): AttentionParams' one matrix on
+    [s; h_j] is W = [W_a U_a] (plus nn.Linear's bias, which the paper leaves out of its equations)."""
+    torch.manual_seed(0)
+    module = AttentionParams(H)
+    query, keys = torch.randn(2, 3, H), torch.randn(2, 5, H)  # (B, Tq, H), (B, Ts, H)
+    w_a, u_a = module.attn.weight[:, :H], module.attn.weight[:, H:]
+    energy = (query @ w_a.T)[:, :, None] + (keys @ u_a.T)[:, None] + module.attn.bias  # (B, Tq, Ts, H)
+    torch.testing.assert_close(module.score(query, keys), torch.tanh(energy) @ module.v)
+
+
 def test_cached_key_projection_follows_parameter_updates():
     torch.manual_seed(0)
     module = AttentionParams(H)

@@ -75,7 +75,14 @@ def explorer_notebook(with_state: bool = True) -> dict:
                     new_output("stream", name="stdout", text="loss 0.1\n"),
                 ],
             ),
-            new_code_cell("explore()", outputs=[view]),
+            new_code_cell(
+                "explore()", outputs=[view], metadata={"caption": "Bars of the weights of one query."}
+            ),
+            new_code_cell(
+                "draw()",
+                outputs=[new_output("display_data", {"image/png": PNG, "text/plain": "<Figure>"})],
+                metadata={"caption": 'A heatmap of "scores" & weights.'},
+            ),
             new_code_cell("answer = 42", metadata={"tags": ["solution"]}, outputs=[]),
         ]
     )
@@ -147,6 +154,7 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
     assert [p.name for p in pages] == [
         "index.html",
         "references.html",
+        "search.html",
         "01_first.html",
         "02_second.html",
         "15_new.html",
@@ -157,9 +165,64 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
     middle = (tmp_path / "site" / "02_second.html").read_text()
     assert 'rel="prev" href="01_first.html"' in middle and 'rel="next" href="15_new.html"' in middle
     assert "Ask the class" not in middle and "VBox(" not in middle and "100%|" not in middle
-    assert "<script" not in middle and not re.search(r"""(src|href)=["']?https?:|url\(["']?https?:""", middle)
+    assert "<script src" not in middle and not re.search(
+        r"""(src|href)=["']?https?:|url\(["']?https?:""", middle
+    )
     for page in pages:  # the licences are on every page (LICENSE, LICENSE-content.md)
         assert "(CC BY 4.0" in page.read_text() and "MIT licence" in page.read_text()
+
+
+def test_a_figure_s_caption_is_its_alt_text_and_a_still_says_it_is_one(tmp_path):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    (tmp_path / "README.md").write_text(README)
+    build_site(src, tmp_path / "site", None, tmp_path / "README.md")
+    page = (tmp_path / "site" / "01_first.html").read_text()
+    alts = re.findall(r'<img [^>]*alt="([^"]*)"', page)
+    assert "A heatmap of &quot;scores&quot; &amp; weights." in alts
+    assert "A still of the explorer&#x27;s default view: bars of the weights of one query." in alts
+    assert "figure drawn by the code above" not in page
+
+
+def test_every_figure_and_explorer_in_the_notebooks_has_a_caption():
+    """A caption (cell metadata "caption") says what the figure shows and what to see in it: the
+    site and the decks use it as the image's alt text, for readers who cannot see the figure."""
+    from pathlib import Path
+
+    missing = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            kinds = {k for o in cell.get("outputs", []) for k in o.get("data", {})}
+            if cell.cell_type != "code" or not kinds & {"image/png", VIEW}:
+                continue
+            caption = cell.metadata.get("caption", "")
+            if len(caption) < 40 or not caption.endswith(".") or "figure drawn" in caption:
+                missing.append(f"{path.name} cell {i}: {caption[:50]!r}")
+    assert not missing, "figure cells without a caption of a sentence or more:\n" + "\n".join(missing)
+
+
+def test_the_search_index_holds_every_section_of_prose_and_no_code(tmp_path):
+    from tools.search import page_sections
+
+    html = (
+        '<div class="jp-InputArea"><pre>secret_code = 1</pre></div>'
+        '<div class="jp-RenderedHTMLCommon jp-MarkdownOutput"><h2 id="One-two">One two'
+        '<a class="anchor-link" href="#One-two">¶</a></h2><p>First <em>words</em> here.</p></div>'
+        '<div class="jp-MarkdownOutput"><h3 id="Three">Three</h3><p>More.</p><img src="x"></div>'
+    )
+    sections = page_sections(html, "01_a.html", "01 · A")
+    assert sections == [
+        {
+            "page": "01_a.html",
+            "title": "01 · A",
+            "heading": "One two",
+            "anchor": "One-two",
+            "text": "First words here.",
+        },
+        {"page": "01_a.html", "title": "01 · A", "heading": "Three", "anchor": "Three", "text": "More."},
+    ]
 
 
 def test_progress_bars_on_stdout_are_left_out_and_epoch_lines_kept():
@@ -201,4 +264,6 @@ def test_with_the_repository_address_every_chapter_links_to_colab_and_binder(tmp
         for html in (home, page):
             assert f'href="{colab}"' in html and f'href="{binder}"' in html
         assert page.count("colab.research.google.com") == 1, "the notebook's own links line is not repeated"
-        assert "<script" not in page and not re.search(r"""src=["']?https?:|url\(["']?https?:""", page)
+        report = f"https://github.com/someone/attention-series/issues/new?title={stem}"
+        assert f'<a href="{report}' in page and "Report a problem on this page" in page
+        assert "<script src" not in page and not re.search(r"""src=["']?https?:|url\(["']?https?:""", page)

@@ -9,8 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attnlib.vit import Block, PatchEmbed, VisionTransformer, patchify
-from attnlib.vit_probes import attention_rollout
+from attnlib.blocks import sinusoidal_encoding
+from attnlib.vit import (
+    Block,
+    PatchEmbed,
+    VisionTransformer,
+    patchify,
+    resize_pos_embed,
+    sincos_2d_position_embedding,
+)
+from attnlib.vit_probes import attention_rollout, average_ranks, bootstrap_interval, rank_correlation
 
 
 @given(
@@ -217,3 +225,59 @@ def test_bad_input_is_named():
         attention_rollout(torch.rand(4, 4))
     with pytest.raises(ValueError, match="expected square self-attention maps"):
         attention_rollout(torch.rand(2, 2, 3, 4))
+
+
+@given(
+    rows=st.integers(1, 4),
+    n=st.integers(2, 16),
+    levels=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)
+@settings(max_examples=40, deadline=None)
+@pytest.mark.filterwarnings("ignore:An input array is constant")  # scipy's NaN for a constant row
+def test_rank_correlation_equals_scipy_spearman_with_ties(rows, n, levels, seed):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(0, levels + 1, (rows, n), generator=g).float()  # many ties, as blank patches give
+    b = torch.randn(rows, n, generator=g)
+    assert torch.equal(average_ranks(a), torch.as_tensor(scipy_stats.rankdata(a.numpy(), axis=-1)))
+    ours = rank_correlation(a, b)
+    for i in range(rows):
+        theirs = scipy_stats.spearmanr(a[i].numpy(), b[i].numpy()).statistic
+        if torch.isnan(torch.tensor(theirs)):
+            assert torch.isnan(ours[i])  # a constant row has no ranking
+        else:
+            assert ours[i].item() == pytest.approx(theirs, abs=1e-12)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_data():
+    g = torch.Generator().manual_seed(0)
+    small, large = torch.randn(50, generator=g), torch.randn(5000, generator=g)
+    lo, hi = bootstrap_interval(small)
+    assert lo < small.mean().item() < hi
+    lo2, hi2 = bootstrap_interval(large)
+    assert hi2 - lo2 < (hi - lo) / 3
+    assert bootstrap_interval(small, seed=1) == bootstrap_interval(small, seed=1)
+
+
+def test_sincos_2d_halves_are_the_1d_encodings_of_row_and_column():
+    pe = sincos_2d_position_embedding(3, 8)  # (9, 8)
+    one_d = sinusoidal_encoding(3, 4)
+    for k in range(9):
+        torch.testing.assert_close(pe[k], torch.cat([one_d[k // 3], one_d[k % 3]]))
+    with pytest.raises(ValueError, match="divisible by 4"):
+        sincos_2d_position_embedding(3, 6)
+
+
+def test_resize_pos_embed_keeps_the_class_token_and_a_constant_grid():
+    pe = torch.cat([torch.randn(1, 1, 4), torch.ones(1, 16, 4) * 3.0], dim=1)  # (1, 17, 4)
+    out = resize_pos_embed(pe, 6)
+    assert out.shape == (1, 37, 4)
+    torch.testing.assert_close(out[:, 0], pe[:, 0])
+    torch.testing.assert_close(out[:, 1:], torch.full((1, 36, 4), 3.0))
+    torch.testing.assert_close(resize_pos_embed(pe, 4), pe)  # same grid: unchanged
+    model = VisionTransformer(img_size=8, patch_size=2, embed_dim=8, num_heads=2)
+    bigger = VisionTransformer(img_size=16, patch_size=2, embed_dim=8, num_heads=2)
+    with torch.no_grad():
+        bigger.pos_embed.copy_(resize_pos_embed(model.pos_embed, 8))  # a 16x16 image: 8x8 patches
+    assert bigger(torch.rand(2, 1, 16, 16)).shape == (2, 10)

@@ -30,6 +30,26 @@ def test_one_map_has_token_labels_and_a_colour_bar(tokens):
     assert bar.get_ylabel() == "attention weight"
 
 
+def test_a_boolean_mask_gets_two_colours_and_a_two_entry_key(tokens):
+    import attnlib
+
+    mask = attnlib.causal_mask(6)  # (T, T) bool, True = may attend
+    fig = plot_attention(torch.stack([mask, ~mask]), tokens, titles=["causal", "its complement"])
+    *heat, bar = fig.axes
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["may attend", "masked"]
+    assert bar.get_ylabel() == "mask"
+    # Exactly two colours on every panel, and the same colour means the same thing on both.
+    colours = [im.to_rgba(im.get_array()) for im in (ax.get_images()[0] for ax in heat)]
+    assert all(len({tuple(c) for c in rgba.reshape(-1, 4).tolist()}) == 2 for rgba in colours)
+    may_attend = [rgba[m.numpy()] for rgba, m in zip(colours, (mask, ~mask), strict=True)]
+    masked = [rgba[(~m).numpy()] for rgba, m in zip(colours, (mask, ~mask), strict=True)]
+    assert all((c == may_attend[0][0]).all() for c in may_attend)
+    assert all((c == masked[0][0]).all() for c in masked)
+    assert not (may_attend[0][0] == masked[0][0]).all()
+    # A float map keeps its continuous colour bar.
+    assert plot_attention(mask.float(), tokens).axes[-1].get_ylabel() == "attention weight"
+
+
 def test_heads_and_grids_get_one_panel_each():
     assert len(plot_attention(torch.rand(3, 4, 5)).axes) == 3 + 1
     fig = plot_attention(torch.rand(2, 3, 4, 4), titles=[["a", "b", "c"], ["d", "e", "f"]])
@@ -108,12 +128,16 @@ def test_attention_diagram_has_a_score_weight_and_weighted_value_per_token(token
     ax = attention_diagram(tokens, query=1, projections=projections)
     texts = [t.get_text() for t in ax.texts]
     n = len(tokens)
-    assert [f"$\\omega_{{{i}}}$" for i in range(1, n + 1)] == [t for t in texts if t.startswith("$\\omega")]
-    assert [f"$\\alpha_{{{i}}}$" for i in range(1, n + 1)] == [
+    # Tokens are numbered from 0, as the notebooks' prose and code count them.
+    assert [f"$\\omega_{{{i}}}$" for i in range(n)] == [t for t in texts if t.startswith("$\\omega")]
+    assert [f"$\\alpha_{{{i}}}$" for i in range(n)] == [
         t for t in texts if t.startswith("$\\alpha_{") and t[-1] == "$" and " " not in t
     ]
-    assert ("$q = x_{2} W_q$" if projections else "$q = x_{2}$") in texts
+    assert ("$q = x_{1} W_q$" if projections else "$q = x_{1}$") in texts
+    assert ("$k_{0}$" if projections else "$x_{0}$") in texts
     assert "$z$" in texts and all(token in texts for token in tokens)
+    # Notebook 02's scores are divided by sqrt(d_k) before the softmax; notebook 01's are not.
+    assert any("\\sqrt{d_k}" in t for t in texts) == projections
     plt.close(ax.figure)
     with pytest.raises(ValueError, match=r"expected query in \[0, 6\)"):
         attention_diagram(tokens, query=6)

@@ -50,6 +50,18 @@ def test_tiling_diagram_skips_the_tiles_above_the_diagonal():
         tiling_diagram(block=0)
 
 
+def test_tiling_diagram_has_a_legend_and_skips_the_tiles_outside_a_window():
+    ax = tiling_diagram(
+        size=8, block=2, window=3
+    )  # 4 x 4 tiles; the band meets the diagonal and the one below
+    labels = [t.get_text() for t in ax.texts]
+    assert labels.count("skipped") == 16 - 7 and sum(label.startswith("S[") for label in labels) == 7
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:4] == ["current tile", "done tile", "to come tile", "skipped tile"]
+    assert "window w=3" in ax.get_title()
+    plt.close("all")
+
+
 def test_rope_score_figure_curves_coincide():
     fig = rope_score_figure(head_dim=16, max_offset=10)
     first, second = fig.axes[0].lines[:2]

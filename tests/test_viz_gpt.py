@@ -29,7 +29,7 @@ def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
     with torch.no_grad():
         model.head.weight.normal_(0.0, 2.0)  # a peaked distribution, so the controls show
     box = sampling_explorer(model, vocab, "12+3", max_new_tokens=5)
-    prompt, temperature, top_k = box.children[0].children
+    prompt, temperature, top_k, top_p = box.children[0].children
     assert len(shown) == 1 and len(shown[0][1]) == len(vocab)
     for control, value, expected in [
         (prompt, "45+6", "'45+6'"),
@@ -37,6 +37,8 @@ def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
         (top_k, 2, "top-k=2"),
         (temperature, 0.0, "T=0.00"),
         (prompt, "9" * 30, "characters cut"),
+        (temperature, 1.0, "T=1.00"),
+        (top_p, 0.3, "top-p=0.30"),
     ]:
         before = len(shown)
         control.value = value
@@ -46,6 +48,8 @@ def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
     top2 = shown[3][1]
     assert sum(h > 0 for h in top2) == 2 and abs(sum(top2) - 1) < 1e-5  # top-k=2: two bars, summing to 1
     assert sorted(shown[4][1])[-1] == 1.0  # temperature 0: all on one token
+    nucleus = shown[7][1]
+    assert sum(h > 0 for h in nucleus) == 1 and abs(sum(nucleus) - 1) < 1e-5  # top-p=0.3: the top token
 
 
 def test_encode_prompt_starts_with_sos():

@@ -88,3 +88,22 @@ def test_the_step_slider_ends_at_the_chosen_sequence(monkeypatch):
     assert step.max == 5 and step.value == 4
     example.value = 2
     assert step.max == 2 and step.value == 2  # clamped: no step past the sequence's end
+
+
+def test_the_true_next_token_is_teal_as_right_digits_are_in_07(monkeypatch):
+    # 06's explorer and 07's copy explorer give one colour one meaning: teal marks what is right.
+    from matplotlib.colors import to_hex
+
+    bars = []
+
+    def fake_show():
+        right = plt.gcf().axes[1]
+        bars.append([to_hex(patch.get_facecolor()) for patch in right.patches])
+        plt.close("all")
+
+    monkeypatch.setattr(plt, "show", fake_show)
+    vocab = digit_vocab()
+    torch.manual_seed(0)
+    gate_explorer(TinyLM(len(vocab)), vocab, ["1357"])  # first drawn at step 2: after <sos> 1 3, then 5
+    teal = [vocab.tokens(range(len(vocab)))[i] for i, colour in enumerate(bars[-1]) if colour == "#21918c"]
+    assert teal == ["5"]

@@ -8,7 +8,11 @@ speaker notes, key ``S``) gets
 
 - :data:`LABEL` as its first line, so a reader who meets it knows it is for the instructor;
 - ``metadata.jupyter.source_hidden = true``: JupyterLab shows it collapsed to a thin bar
-  (click the bar to read it); slides and decks ignore this setting and still show the notes.
+  (click the bar to read it); slides and decks ignore this setting and still show the notes;
+- its body inside an HTML ``<details>`` element (:data:`OPEN` ... :data:`CLOSE`), closed. Running
+  a Markdown cell in JupyterLab (Run All Cells does) renders it and un-hides its source, and a save
+  keeps it so: the notes then show as the label and one closed "Show the notes" line, not as
+  a screenful. The decks drop the wrapper (:func:`unwrap`).
 
 The first notes cell also holds :data:`PRESENTING`, how to present the notebook live with RISE,
 and the Exercises intro says where answers go (the cell tagged ``solution``; the student
@@ -27,11 +31,13 @@ from .student import EXERCISES_HEADING, SOLUTION_TAG, exercise_intro, is_notes
 LABEL = "Instructor notes (hidden in the student edition; press S in the slides)"
 _OLD_LABELS = ("**Instructor notes** (hidden in the student edition; press S in the slides)",)
 PRESENTING = (
-    "*Presenting live with RISE:* in JupyterLab run all cells first (Run → Run All Cells) and "
-    "save, then press `Alt+R` for the slides and `S` for these notes. An explorer's slide "
-    "shows raw `VBox(...)` text until its cell has run in a live kernel: if one does, select "
-    "that cell and press `Shift+Enter`."
+    "*Presenting live with RISE:* in JupyterLab run all cells first (Run → Run All Cells; the "
+    "notes stay closed) and save, then press `Alt+R` for the slides and `S` for these notes. An "
+    "explorer's slide shows raw `VBox(...)` text until its cell has run in a live kernel: if one "
+    "does, select that cell and press `Shift+Enter`."
 )
+OPEN = "<details><summary>Show the notes</summary>"
+CLOSE = "</details>"
 # The opening words the notes had before the label, now said by the label.
 _OLD_OPENING = re.compile(r"\ASpeaker notes(?: \(([^)]*)\))?\.\s*")
 
@@ -41,15 +47,22 @@ def _text(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+def unwrap(text: str) -> str:
+    """A notes cell's text without the ``<details>`` wrapper (what the speaker view shows)."""
+    text = text.replace(OPEN + "\n", "", 1)
+    return text.removesuffix(CLOSE).rstrip("\n") if text.rstrip("\n").endswith(CLOSE) else text
+
+
 def _label(text: str, first: bool) -> str:
     for label in (LABEL, *_OLD_LABELS):
         text = text.removeprefix(label)
+    text = unwrap(text.lstrip("\n")).removeprefix(OPEN)
     body = text.lstrip("\n").removeprefix(PRESENTING).lstrip("\n")
     opening = _OLD_OPENING.match(body)
     if opening:  # "Speaker notes (about 30 minutes). Open ..." -> "About 30 minutes. Open ..."
         duration = f"{opening[1][0].upper()}{opening[1][1:]}. " if opening[1] else ""
         body = duration + body[opening.end() :]
-    return "\n\n".join([LABEL, *([PRESENTING] if first else []), body])
+    return "\n\n".join([LABEL, OPEN, *([PRESENTING] if first else []), body.rstrip("\n"), CLOSE])
 
 
 def apply(nb: dict) -> bool:
@@ -91,6 +104,8 @@ def problems(nb: dict) -> list[str]:
             found.append(f"{where}: speaker notes must be markdown")
         if not text.startswith(LABEL + "\n"):
             found.append(f"{where}: notes must start with the line {LABEL!r}")
+        if not (text.startswith(f"{LABEL}\n\n{OPEN}\n") and text.rstrip("\n").endswith(CLOSE)):
+            found.append(f"{where}: the notes' body must sit in {OPEN} ... {CLOSE}")
         if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden") is not True:
             found.append(f"{where}: notes must be collapsed (metadata.jupyter.source_hidden = true)")
         if (PRESENTING in text) != (n == 0):

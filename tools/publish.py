@@ -24,7 +24,10 @@ from pathlib import Path
 TEMPLATES = Path(__file__).with_name("templates")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+CODE_STYLE = "xcode"  # a Pygments style whose colours all pass WCAG AA on the code background
 INTERACTIVE_NOTE = "Interactive explorer: open this notebook in JupyterLab and run it to use the controls."
+# The alt text of an explorer's still begins with this, then the cell's caption.
+STILL_ALT = "A still of the explorer's default view: "
 STILL_NOTE = (
     "A still of the explorer's default view. It is interactive in JupyterLab: open the notebook "
     "and run it to use the controls."
@@ -143,6 +146,9 @@ def static_outputs(nb: dict, training_logs: bool = True) -> dict:
                 continue
             still = widget_still(state, view.get("model_id", ""))
             outputs += [*still, _note_output(STILL_NOTE if still else INTERACTIVE_NOTE)]
+            caption = cell.get("metadata", {}).get("caption")
+            if still and caption and not caption.startswith(STILL_ALT):
+                cell["metadata"]["caption"] = f"{STILL_ALT}{caption[0].lower()}{caption[1:]}"
         cell["outputs"] = outputs
     return nb
 
@@ -182,6 +188,43 @@ def markdown_to_html(source: str, **renderer_options: object) -> str:
     return MarkdownWithMath(renderer=MathMLRenderer(escape=False, **renderer_options)).render(source)
 
 
+# IPython's tracebacks colour their text with inline 256-colour styles (``style="color:
+# rgb(0,135,0)"``), several below WCAG AA contrast (4.5:1) on the error background (#fdd). Each
+# such colour is darkened, hue kept, until it reaches 4.5:1 there (and so on white too).
+_INLINE_RGB = re.compile(r'style="color: rgb\((\d+),(\d+),(\d+)\)"')
+ERROR_BACKGROUND = (0xFF, 0xDD, 0xDD)
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def readable_colours(html: str, minimum: float = 4.5) -> str:
+    """``html`` with every inline text colour darkened until it reaches ``minimum`` contrast on
+    the error background."""
+
+    def darken(match: re.Match) -> str:
+        rgb = tuple(int(c) for c in match.groups())
+        scale = 1.0
+        while contrast(tuple(c * scale for c in rgb), ERROR_BACKGROUND) < minimum:
+            scale -= 0.02
+        r, g, b = (round(c * scale) for c in rgb)
+        return f'style="color: rgb({r},{g},{b})"'
+
+    return _INLINE_RGB.sub(darken, html)
+
+
 def exporter(kind: str, template: str):
     """An nbconvert exporter (``kind`` 'html' or 'slides') using one of our templates."""
     from jinja2 import pass_context
@@ -215,9 +258,15 @@ def exporter(kind: str, template: str):
                 "filter_data_type",
                 WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
             )
-            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return readable_colours(html), resources
 
-    exp = Exporter(extra_template_basedirs=[str(TEMPLATES)], template_name=template)
+    from traitlets.config import Config
+
+    # Pygments' "xcode" colours all reach WCAG AA contrast (4.5:1) on the code background; the
+    # default style's comments, numbers and keywords do not (4.2-4.4:1).
+    config = Config({"CSSHTMLHeaderPreprocessor": {"style": CODE_STYLE}})
+    exp = Exporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name=template)
     exp.exclude_input_prompt = True
     exp.exclude_output_prompt = True
     return exp

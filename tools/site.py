@@ -25,7 +25,9 @@ import sys
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from urllib.parse import urlencode
 
+from . import search
 from .links import Repo, find_repo, with_links
 from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
 from .student import student_notebook
@@ -122,8 +124,9 @@ def _nav(items: list[Chapter], current: str) -> str:
     home = ' aria-current="page"' if current == "index" else ""
     refs = ' aria-current="page"' if current == "references" else ""
     return (
-        f'<nav class="series" aria-label="chapters"><p><a href="index.html"{home}>{escape(SERIES)}</a></p>'
-        f'<ol>{"".join(links)}</ol><p><a href="references.html"{refs}>References</a></p></nav>'
+        f'<nav class="series" aria-label="chapters"><details class="menu" open><summary>Chapters</summary>'
+        f'{search.FORM}<p><a href="index.html"{home}>{escape(SERIES)}</a></p>'
+        f'<ol>{"".join(links)}</ol><p><a href="references.html"{refs}>References</a></p></details></nav>'
     )
 
 
@@ -150,14 +153,22 @@ LICENCE_FOOTER = (
 )
 
 
+def _focusable_pre(html: str) -> str:
+    """Code blocks that may scroll sideways take the keyboard focus, so they scroll without a
+    mouse (WCAG 2.1.1; axe-core's scrollable-region-focusable)."""
+    return html.replace("<pre>", '<pre tabindex="0">')
+
+
 def _plain_page(title: str, nav: str, body: str) -> str:
     css = (TEMPLATES / "attn-page" / "static" / "site.css").read_text(encoding="utf-8")
+    script = (TEMPLATES / "attn-page" / "static" / "site.js").read_text(encoding="utf-8")
     return (
         f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n'
         f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
         f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
         f"<style>\n{css}\n</style>\n</head>\n"
-        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{body}\n{LICENCE_FOOTER}\n</main></div>\n'
+        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{_focusable_pre(body)}\n{LICENCE_FOOTER}\n'
+        f"</main></div>\n<script>\n{script}</script>\n"
         "</body>\n</html>\n"
     )
 
@@ -187,6 +198,19 @@ def home_page(sections: dict[str, str], items: list[Chapter], repo: Repo | None 
     return _plain_page(SERIES, _nav(items, "index"), body)
 
 
+def search_page(items: list[Chapter]) -> str:
+    return _plain_page(f"Search · {SERIES}", _nav(items, "search"), search.search_page_body())
+
+
+def _report(repo: Repo | None, page: str, title: str) -> str:
+    """`` · <a>Report a problem on this page</a>`` where the repository's address is known."""
+    if repo is None:
+        return ""
+    query = urlencode({"title": f"{title}: ", "body": f"Page: {page}\n\nWhat is wrong, and where:\n"})
+    url = f"https://github.com/{repo.slug}/issues/new?{query}"
+    return f' · <a href="{escape(url)}">Report a problem on this page</a>'
+
+
 def references_page(sections: dict[str, str], items: list[Chapter]) -> str:
     body = f"<h1>References</h1>\n{markdown_to_html(sections.get('References', ''))}"
     return _plain_page(f"References · {SERIES}", _nav(items, "references"), body)
@@ -203,9 +227,11 @@ def build_site(
     sections = readme_sections(readme.read_text(encoding="utf-8"))
     paths = sorted(notebook_dir.glob("*.ipynb"))
     items = chapters(paths, readme_summaries(sections.get("The notebooks", "")))
-    pages = [out_dir / "index.html", out_dir / "references.html"]
+    pages = [out_dir / "index.html", out_dir / "references.html", out_dir / search.PAGE]
     pages[0].write_text(home_page(sections, items, repo), encoding="utf-8")
     pages[1].write_text(references_page(sections, items), encoding="utf-8")
+    pages[2].write_text(search_page(items), encoding="utf-8")
+    entries: list[dict[str, str]] = []
     exp = exporter("html", "attn-page")
     for i, (path, ch) in enumerate(zip(paths, items, strict=True)):
         nb = site_notebook(nbformat.read(path, as_version=4))
@@ -220,12 +246,15 @@ def build_site(
                 " (open in JupyterLab; exercises have their solutions in this file, "
                 "<code>make student</code> writes your copy without them)"
                 + (f". Run it without installing: {_launch(repo, ch.stem)[2:]}" if repo else "")
+                + _report(repo, ch.page, ch.title)
                 + "</p>"
             ),
         }
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
         (out_dir / ch.page).write_text(html, encoding="utf-8")
         pages.append(out_dir / ch.page)
+        entries += search.page_sections(html, ch.page, ch.title)
+    search.write_index(out_dir, entries)
     (out_dir / "notebooks").mkdir(exist_ok=True)
     for path in paths:
         shutil.copy(path, out_dir / "notebooks" / path.name)

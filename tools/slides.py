@@ -16,7 +16,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from .notes import unwrap
 from .publish import exporter, static_outputs, title_of
+from .student import is_notes
 
 REVEAL_DIR = "reveal.js"
 
@@ -57,6 +59,9 @@ def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
     paths = [notebook_dir] if notebook_dir.suffix == ".ipynb" else sorted(notebook_dir.glob("*.ipynb"))
     for path in paths:
         nb = static_outputs(nbformat.read(path, as_version=4), training_logs=False)
+        for cell in nb["cells"]:
+            if is_notes(cell):  # the speaker view shows the notes whole, not a closed <details>
+                cell["source"] = unwrap(cell["source"])
         resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title_of(nb)}
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
         target = out_dir / deck_name(path)

@@ -1,5 +1,6 @@
-"""The framework of the "build an nn.Module" exercises (5.5 a multi-head attention module, 10.4 an
-encoder layer); see :mod:`attnlib.check._core` for the rest of the machinery.
+"""The framework of the "build an nn.Module" exercises (5.5 a multi-head attention module, 8.2
+Bahdanau's alignment model, 10.4 a pre-LN encoder layer, 10.6 a decoder layer); see
+:mod:`attnlib.check._core` for the rest of the machinery.
 
 Such an exercise hands in a class, not a function. Its check goes through the same steps, each
 one here once:

@@ -1,26 +1,31 @@
 """Exercise checks for notebook 08 (Bahdanau attention); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``Ts`` source length, ``H`` hidden size, ``L`` LSTM layers, ``V`` vocabulary.
+Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``H`` hidden size,
+``L`` LSTM layers, ``V`` vocabulary. In the paper's notation (Bahdanau et al., 2015, appendix
+A.1.2, A.2.2): ``n`` the decoder state's width, ``2n`` an annotation's (forward and backward states
+concatenated, eq. 7), ``n'`` the alignment model's hidden width.
 
-The references are attnlib's own code: ``AttentionParams.score`` and ``DecoderWithAttention``.
-The context from scores, which ``DecoderWithAttention.forward`` computes inline rather than as a
-function, is written here from attnlib's pieces (:func:`attnlib.masked_softmax`, then the weighted
-sum); tests/test_checks_bahdanau_attention.py proves it agrees with the code that inlines it.
-Inputs come from local ``torch.Generator`` s and modules are built inside
-:func:`attnlib.check._core.seeded`, so a check never moves the global seed.
+The references are attnlib's own code where attnlib has it (``AttentionParams.score``,
+``DecoderWithAttention``); the paper's alignment model with separate ``W_a`` and ``U_a`` and
+annotations of width ``2n`` is written here, and tests/test_checks_bahdanau_attention.py proves it
+agrees with ``AttentionParams`` where the widths let both apply. Inputs come from local
+``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
+never moves the global seed.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
-from ._core import Case, Mistake, Verdict, run_check, run_check_parts, seeded
+from ._core import FAIL, PASS, Case, Mistake, Verdict, _describe, raised, run_check, run_check_parts, seeded
+from ._modules import build, class_problem
 
-__all__ = ["additive_scores", "attention_context", "decoder_step"]
+__all__ = ["additive_module", "additive_scores", "decoder_step", "precomputed_scores"]
 
 
 def source_mask(lengths: list[int], ts: int) -> torch.Tensor:
@@ -94,7 +99,10 @@ def _additive_case(name: str, b: int, ts: int, h: int, seed: int) -> Case:
 
 
 def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 8.1: ``student_fn(query, keys, weight, bias, v) -> scores (B, Ts)``.
+    """``student_fn(query, keys, weight, bias, v) -> scores (B, Ts)``: one query, attnlib's layout.
+
+    The exercise 8.1 of attnlib 0.2.0; the notebook now asks for :func:`precomputed_scores` and
+    :func:`additive_module` instead. Kept because the ``check.seq2seq`` alias still names it.
 
     Bahdanau's score ``v · tanh(W [s; h_j] + b)`` for every source position ``j``: ``query``
     ``(B, H)`` the decoder state ``s``, ``keys`` ``(B, Ts, H)`` the encoder outputs, ``weight``
@@ -125,89 +133,11 @@ def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda *a: _additive(*a, tanh_outside=True),
         ),
         Mistake(
-            "return the scores, before the softmax: turning them into weights is the next step (8.2)",
+            "return the scores, before the softmax: turning them into weights is the next step",
             lambda *a: torch.softmax(_additive(*a), dim=-1),
         ),
     ]
-    return run_check(
-        "Exercise 8.1 — Bahdanau's additive score", student_fn, _reference_additive, cases, mistakes
-    )
-
-
-def _reference_context(
-    scores: torch.Tensor, encoder_outputs: torch.Tensor, mask: torch.Tensor
-) -> torch.Tensor:
-    # Steps 2 and 3 of DecoderWithAttention.forward (its scorer's forward is masked_softmax of the scores).
-    weights = masked_softmax(scores, mask)  # (B, Ts)
-    return torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
-
-
-def _weighted_sum(weights: torch.Tensor, encoder_outputs: torch.Tensor) -> torch.Tensor:
-    return torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)  # (B, H)
-
-
-def _context_case(name: str, lengths: list[int], ts: int, h: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
-    scores = torch.randn(len(lengths), ts, generator=gen) * 2
-    outputs = torch.randn(len(lengths), ts, h, generator=gen)
-    return Case(name, (scores, outputs, source_mask(lengths, ts)))
-
-
-def attention_context(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 8.2: ``student_fn(scores, encoder_outputs, mask) -> context (B, H)``.
-
-    ``scores`` ``(B, Ts)``, ``encoder_outputs`` ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` bool, True
-    for real source tokens. Softmax over the source positions with padding at zero weight, then
-    the weighted sum of the encoder outputs (what ``DecoderWithAttention`` does at each step).
-    """
-    cases = [
-        _context_case("B=1, Ts=4, no padding", [4], 4, 3, seed=75),
-        _context_case("B=2, the second source padded (3 of 5 real)", [5, 3], 5, 4, seed=76),
-        _context_case("B=3 sources of lengths 6, 2, 4", [6, 2, 4], 6, 2, seed=77),
-        _context_case("one source position, Ts=1", [1, 1], 1, 4, seed=78),
-    ]
-
-    def masked(scores, mask):
-        return scores.masked_fill(~mask, float("-inf"))
-
-    mistakes = [
-        Mistake(
-            "padded positions got weight: fill their scores with -inf before the softmax "
-            "(`scores.masked_fill(~mask, float('-inf'))`, or attnlib.masked_softmax(scores, mask))",
-            lambda s, enc, m: _weighted_sum(torch.softmax(s, dim=-1), enc),
-        ),
-        Mistake(
-            "the mask is inverted: True marks the *real* tokens, so fill the scores where the mask is False",
-            lambda s, enc, m: _weighted_sum(torch.softmax(s.masked_fill(m, float("-inf")), dim=-1), enc),
-        ),
-        Mistake(
-            "softmax over the source positions (dim=1, or dim=-1): dim=0 mixes the sentences of the batch",
-            lambda s, enc, m: _weighted_sum(torch.softmax(masked(s, m), dim=0).nan_to_num(0.0), enc),
-        ),
-        Mistake(
-            "zeroing the padded weights after the softmax leaves weights that sum to less than 1: mask the "
-            "scores before the softmax",
-            lambda s, enc, m: _weighted_sum(torch.softmax(s, dim=-1) * m, enc),
-        ),
-        Mistake(
-            "the scores must become weights first: a softmax (over the real positions) before the "
-            "weighted sum",
-            lambda s, enc, m: _weighted_sum(s.masked_fill(~m, 0.0), enc),
-        ),
-        Mistake(
-            "the context is the weighted *sum* over the positions (the weights already sum to 1), "
-            "not the mean",
-            lambda s, enc, m: (masked_softmax(s, m)[..., None] * enc).mean(dim=1),
-        ),
-        Mistake(
-            "return one vector per sentence, (B, H): squeeze the step axis that bmm leaves, "
-            "(B, 1, H) -> (B, H)",
-            lambda s, enc, m: torch.bmm(masked_softmax(s, m).unsqueeze(1), enc),
-        ),
-    ]
-    return run_check(
-        "Exercise 8.2 — the context, padding masked", student_fn, _reference_context, cases, mistakes
-    )
+    return run_check("Bahdanau's additive score, one query", student_fn, _reference_additive, cases, mistakes)
 
 
 def _step(decoder, x, hidden, cell, encoder_outputs, mask, *, context_first=False):
@@ -278,3 +208,352 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
 
     by_result = {0: mistakes, 1: state_mistakes(1, "hidden"), 2: state_mistakes(2, "cell")}
     return run_check_parts(title, student_fn, _reference_step, cases, by_result, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 8.1: U_a h_j once per batch, the scores of every decoder step at once
+# ---------------------------------------------------------------------------------------------
+
+
+def _per_step_scores(queries, keys, w_a, u_a, v_a):
+    """The reference: ``scores[:, i, j] = v_aᵀ tanh(W_a queries[:, i] + U_a keys[:, j])``, the paper's
+    ``e_{i+1, j+1}`` (it counts from 1, the tensors from 0: ``queries[:, i]`` is ``s_i``, the state
+    before step ``i+1``), one decoder step at a time, ``U_a h_j`` recomputed at every step as a
+    decoder that knows nothing better would."""
+    rows = []
+    for i in range(queries.shape[1]):
+        projected_query = queries[:, i] @ w_a.T  # (B, n) @ (n, n') -> (B, n')
+        projected_keys = keys @ u_a.T  # (B, Ts, 2n) @ (2n, n') -> (B, Ts, n')
+        rows.append(torch.tanh(projected_query[:, None, :] + projected_keys) @ v_a)  # (B, Ts)
+    return torch.stack(rows, dim=1)  # (B, Tq, Ts)
+
+
+def _all_steps(
+    queries, keys, w_a, u_a, v_a, *, tanh=True, tanh_outside=False, w_t=True, u_t=True, pairs=False
+):
+    """The scores of all steps at once, with a knob per typical slip."""
+    q = queries @ (w_a.T if w_t else w_a)  # (B, Tq, n) @ (n, n') -> (B, Tq, n')
+    k = keys @ (u_a.T if u_t else u_a)  # (B, Ts, 2n) @ (2n, n') -> (B, Ts, n')
+    energy = q + k if pairs else q[:, :, None, :] + k[:, None, :, :]  # (B, Tq, Ts, n')
+    if tanh_outside:
+        return torch.tanh(energy @ v_a)
+    return (torch.tanh(energy) if tanh else energy) @ v_a  # (B, Tq, Ts, n') @ (n',) -> (B, Tq, Ts)
+
+
+def _steps_case(name: str, b: int, tq: int, ts: int, n: int, n_att: int, seed: int) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    queries = torch.randn(b, tq, n, generator=gen)  # s_0 ... s_{Tq-1}
+    keys = torch.randn(b, ts, 2 * n, generator=gen)  # annotations h_j, 2n wide
+    w_a, u_a = torch.randn(n_att, n, generator=gen), torch.randn(n_att, 2 * n, generator=gen)
+    return Case(name, (queries, keys, w_a, u_a, torch.randn(n_att, generator=gen)))
+
+
+def precomputed_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 8.1: ``student_fn(queries, keys, W_a, U_a, v_a) -> scores (B, Tq, Ts)``.
+
+    ``queries`` ``(B, Tq, n)`` the decoder states ``s_{i-1}`` of ``Tq`` steps, ``keys`` ``(B, Ts, 2n)``
+    the annotations, ``W_a`` ``(n', n)``, ``U_a`` ``(n', 2n)``, ``v_a`` ``(n',)`` (Bahdanau et al.,
+    2015, A.1.2, A.2.2); ``U_a h_j`` is computed once for all steps. Compared with the scores computed
+    one step at a time.
+    """
+    cases = [
+        _steps_case("B=1, Tq=2 steps, Ts=3, n=2 (keys 2n=4), n'=3", 1, 2, 3, 2, 3, seed=81),
+        _steps_case("B=2, Tq=Ts=4, n=n'=3 (W_a square)", 2, 4, 4, 3, 3, seed=82),
+        _steps_case("B=2, Tq=3, Ts=5, n=2, n'=2n=4 (U_a square)", 2, 3, 5, 2, 4, seed=83),
+        _steps_case("one decoder step, Tq=1", 3, 1, 4, 2, 5, seed=84),
+    ]
+    transpose = (
+        "the paper writes W_a s and U_a h_j for column vectors; with vectors in rows that is "
+        "`queries @ W_a.T` and `keys @ U_a.T` (as nn.Linear computes x @ weight.T)"
+    )
+    pairs = (
+        "each query must meet every key: give the projected queries an axis for the keys and the "
+        "projected keys one for the queries, (B, Tq, 1, n') + (B, 1, Ts, n') -> (B, Tq, Ts, n')"
+    )
+    mistakes = [
+        Mistake(
+            "the tanh is missing: e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j); without it the score is "
+            "linear and the query's part cancels in the softmax",
+            lambda *a: _all_steps(*a, tanh=False),
+        ),
+        Mistake(
+            "the tanh goes inside, before the dot product with v_a: v_aᵀ tanh(...), not tanh(v_aᵀ ...)",
+            lambda *a: _all_steps(*a, tanh_outside=True),
+        ),
+        Mistake(transpose, lambda *a: _all_steps(*a, w_t=False)),
+        Mistake(transpose, lambda *a: _all_steps(*a, u_t=False)),
+        Mistake(pairs, lambda *a: _all_steps(*a, pairs=True)),
+        Mistake(
+            "queries and keys are on the wrong axes: scores[b, i, j] is step i's query against source "
+            "position j, so the queries' axis comes first, (B, Tq, 1, n') + (B, 1, Ts, n')",
+            lambda *a: _all_steps(*a).transpose(1, 2),
+        ),
+        Mistake(
+            "return the scores e_ij, before the softmax",
+            lambda *a: torch.softmax(_all_steps(*a), dim=-1),
+        ),
+    ]
+    verdict = run_check(
+        "Exercise 8.1 — U_a h_j once for every step", student_fn, _per_step_scores, cases, mistakes
+    )
+    # Two slips crash wherever the shapes do not happen to fit: the same slip, the same hint.
+    if verdict.status == "error" and "cannot be multiplied" in verdict.message:  # a forgotten .T
+        return Verdict(False, f"{verdict.message}\n   hint: {transpose}", "error")
+    if verdict.status == "error" and "must match the size of tensor" in verdict.message:
+        return Verdict(False, f"{verdict.message}\n   hint: {pairs}", "error")
+    if verdict:
+        return Verdict(
+            True,
+            f"{PASS} Exercise 8.1 — U_a h_j once for every step: all {len(cases)} cases pass; your "
+            "scores equal those computed one decoder step at a time.",
+            "pass",
+        )
+    return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 8.2: the paper's alignment model as an nn.Module
+# ---------------------------------------------------------------------------------------------
+
+_TITLE_MODULE = "Exercise 8.2 — Bahdanau's alignment model as an nn.Module"
+_SIGNATURE = "(query_size, key_size, attn_size)"
+
+
+def _module_config(query_size: int, key_size: int, attn_size: int) -> dict:
+    return {"query_size": query_size, "key_size": key_size, "attn_size": attn_size}
+
+
+def _expected_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
+    return {
+        "W_a.weight": (cfg["attn_size"], cfg["query_size"]),
+        "U_a.weight": (cfg["attn_size"], cfg["key_size"]),
+        "v_a.weight": (1, cfg["attn_size"]),
+    }
+
+
+def _module_case(name: str, cfg: dict, lengths: list[int], ts: int, seed: int) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    b = len(lengths)
+    query = torch.randn(b, cfg["query_size"], generator=gen)  # s_{i-1}
+    keys = torch.randn(b, ts, cfg["key_size"], generator=gen)  # h_j
+    params = {name: torch.randn(shape, generator=gen) for name, shape in _expected_shapes(cfg).items()}
+    return Case(name, (cfg, query, keys, source_mask(lengths, ts), params))
+
+
+def _module_cases() -> list[Case]:
+    return [
+        _module_case("B=2, query_size=key_size=3 (no padding)", _module_config(3, 3, 4), [5, 5], 5, seed=85),
+        _module_case(
+            "B=2, the second source padded (2 of 4 real)", _module_config(2, 4, 3), [4, 2], 4, seed=86
+        ),
+        _module_case(
+            "B=3 sources of lengths 6, 3, 5; key_size=2*query_size", _module_config(3, 6, 5), [6, 3, 5], 6, 87
+        ),
+        _module_case("one source position, Ts=1", _module_config(2, 4, 2), [1, 1], 1, seed=88),
+    ]
+
+
+def _additive_module_variant(
+    cfg,
+    query,
+    keys,
+    mask,
+    params,
+    *,
+    tanh=True,
+    sides="right",
+    dim=-1,
+    masking="fill",
+    use_v=True,
+    pool="sum",
+):
+    """Reference (all knobs at their defaults) and the typical slips: ``(context, weights)``."""
+    w_a, u_a, v_a = params["W_a.weight"], params["U_a.weight"], params["v_a.weight"][0]
+    if sides == "swapped":  # W_a on the annotations, U_a on the state
+        q, k = query @ u_a.T, keys @ w_a.T
+    else:
+        q, k = query @ w_a.T, keys @ u_a.T  # (B, n') and (B, Ts, n')
+    energy = q[:, None, :] + k  # (B, 1, n') + (B, Ts, n') -> (B, Ts, n')
+    energy = torch.tanh(energy) if tanh else energy
+    scores = energy @ v_a if use_v else energy.sum(dim=-1)  # (B, Ts, n') @ (n',) -> (B, Ts)
+    if masking == "fill":
+        weights = masked_softmax(scores, mask)
+    elif masking == "inverted":
+        weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=dim)
+    elif masking == "after":
+        weights = torch.softmax(scores, dim=dim) * mask
+    else:
+        weights = torch.softmax(scores, dim=dim)
+    if masking == "fill" and dim != -1:
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim).nan_to_num(0.0)
+    if pool == "unsqueezed":
+        return torch.bmm(weights.unsqueeze(1), keys), weights  # (B, 1, Ts) @ (B, Ts, 2n) -> (B, 1, 2n)
+    weighted = weights[:, :, None] * keys  # (B, Ts, 1) * (B, Ts, 2n) -> (B, Ts, 2n)
+    context = weighted.sum(dim=1) if pool == "sum" else weighted.mean(dim=1)  # (B, 2n)
+    return context, weights
+
+
+def _reference_module(cfg, query, keys, mask, params):
+    return _additive_module_variant(cfg, query, keys, mask, params)
+
+
+def _student_runner(cls: type) -> Callable[..., object]:
+    def run(cfg, query, keys, mask, params):
+        with seeded(8):
+            module = cls(**cfg)
+        with torch.no_grad():
+            for name, param in module.named_parameters():
+                param.copy_(params[name])
+            module.eval()
+            return module(query, keys, mask)
+
+    return run
+
+
+def _module_preflight(cls: object, configs: list[dict]) -> Verdict | None:
+    title = _TITLE_MODULE
+    name = getattr(cls, "__name__", type(cls).__name__)
+    problem = class_problem(
+        title,
+        cls,
+        instance="pass the class itself, not a module built from it: "
+        f"check.additive_module({type(cls).__name__}), without parentheses after the name.",
+        not_a_module=lambda obj: (
+            f"{name} is not an nn.Module: define it as class {name}(nn.Module): ..."
+            if isinstance(obj, type)
+            else f"expected a class (class MyAdditiveAttention(nn.Module): ...), got {_describe(obj)}."
+        ),
+    )
+    if problem is not None:
+        return problem
+    try:
+        inspect.signature(cls).bind(**configs[0])
+    except TypeError:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: the check builds {name}{_SIGNATURE}, passing each argument by that name; "
+            f"your constructor is {name}{inspect.signature(cls)}.",
+        )
+    if cls.forward is nn.Module.forward:
+        return Verdict(False, f"{FAIL} {title}: {name} needs a forward(self, query, keys, mask) method.")
+    for cfg in configs:
+        module = build(
+            title, cls, f": {name}(...)", seed=8, super_hint="call super().__init__() first", **cfg
+        )
+        if isinstance(module, Verdict):
+            return module
+        theirs = {n: tuple(p.shape) for n, p in module.named_parameters()}
+        expected = _expected_shapes(cfg)
+        if theirs != expected:
+            call = ", ".join(f"{k}={v}" for k, v in cfg.items())
+
+            def listed(params: dict) -> str:
+                return ", ".join(f"{n} {shape}" for n, shape in params.items()) or "none"
+
+            if theirs.keys() == expected.keys():
+                hint = (
+                    "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
+                    "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
+                )
+            elif any(n.endswith(".bias") for n in theirs):
+                hint = (
+                    "no biases here: this exercise leaves them out, as the paper's equations do: "
+                    "nn.Linear(..., bias=False)"
+                )
+            else:
+                hint = (
+                    "the check copies its weights into yours, so it needs these names: self.W_a, "
+                    "self.U_a and self.v_a, each an nn.Linear(..., bias=False)"
+                )
+            return Verdict(
+                False,
+                f"{FAIL} {title}: with ({call}) your module's parameters are not the expected ones.\n"
+                f"   expected: {listed(expected)}\n   yours:    {listed(theirs)}\n   hint: {hint}",
+            )
+    return None
+
+
+def additive_module(student_cls: object) -> Verdict:
+    """Exercise 8.2: a class ``MyAdditiveAttention(nn.Module)``, Bahdanau's alignment model.
+
+    Built as ``cls(query_size, key_size, attn_size)`` with parameters ``W_a`` ``nn.Linear(query_size,
+    attn_size, bias=False)``, ``U_a`` ``nn.Linear(key_size, attn_size, bias=False)`` and ``v_a``
+    ``nn.Linear(attn_size, 1, bias=False)`` (A.1.2, A.2.2 of Bahdanau et al., 2015); the check
+    copies weights into them and compares ``module(query, keys, mask) -> (context, weights)``,
+    ``query`` ``(B, query_size)``, ``keys`` ``(B, Ts, key_size)``, ``mask`` ``(B, Ts)`` True for real
+    source tokens, ``context`` ``(B, key_size)``, ``weights`` ``(B, Ts)``.
+    """
+    title = _TITLE_MODULE
+    cases = _module_cases()
+    problem = _module_preflight(student_cls, [c.args[0] for c in cases])
+    if problem is not None:
+        return problem
+    cls: type = student_cls  # type: ignore[assignment]
+
+    def slip(**knobs: object) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+        return lambda *args: _additive_module_variant(*args, **knobs)
+
+    order = Mistake(
+        "return two things in this order, (context, weights)", lambda *a: _reference_module(*a)[0]
+    )
+    weight_mistakes = [
+        order,
+        Mistake(
+            "the tanh is missing: e_j = v_aᵀ tanh(W_a s + U_a h_j); without it the state's part is the "
+            "same for every j and cancels in the softmax",
+            lambda *a: slip(tanh=False)(*a)[1],
+        ),
+        Mistake(
+            "W_a and U_a are on the wrong sides: W_a (query_size -> attn_size) multiplies the decoder "
+            "state, U_a (key_size -> attn_size) the annotations h_j",
+            lambda *a: slip(sides="swapped")(*a)[1],
+        ),
+        Mistake(
+            "score with v_a: self.v_a(torch.tanh(...)).squeeze(-1), not a plain sum over the attn_size axis",
+            lambda *a: slip(use_v=False)(*a)[1],
+        ),
+        Mistake(
+            "softmax over the source positions (dim=-1 of the (B, Ts) scores): dim=0 mixes the "
+            "sentences of the batch",
+            lambda *a: slip(dim=0)(*a)[1],
+        ),
+        Mistake(
+            "padded positions got weight: the mask is ignored. Fill the scores with -inf where the mask "
+            "is False before the softmax (`scores.masked_fill(~mask, float('-inf'))`)",
+            lambda *a: slip(masking="none")(*a)[1],
+        ),
+        Mistake(
+            "the mask is inverted: True marks the real source tokens, so fill the scores where it is False",
+            lambda *a: slip(masking="inverted")(*a)[1],
+        ),
+        Mistake(
+            "zeroing the padded weights after the softmax leaves rows that sum to less than 1: mask the "
+            "scores before the softmax",
+            lambda *a: slip(masking="after")(*a)[1],
+        ),
+    ]
+    context_mistakes = [
+        Mistake(
+            "the context is the weighted *sum* of the annotations (the weights already sum to 1), "
+            "not the mean",
+            lambda *a: slip(pool="mean")(*a)[0],
+        ),
+        Mistake(
+            "return one context per sentence, (B, key_size): squeeze the step axis that bmm leaves",
+            lambda *a: slip(pool="unsqueezed")(*a)[0],
+        ),
+    ]
+    try:
+        verdict = run_check_parts(
+            title,
+            _student_runner(cls),
+            _reference_module,
+            cases,
+            {1: weight_mistakes, 0: context_mistakes},
+            2,
+        )
+    except Exception as exc:  # copying the weights failed in a way the preflight did not foresee
+        return raised(title, exc, ": your module")
+    if verdict:
+        return Verdict(True, f"{PASS} {title}: all {len(cases)} cases pass.", "pass")
+    return verdict

@@ -3,9 +3,10 @@
 Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length, ``Dk`` query/key width,
 ``Dv`` value width.
 
-Random draws cannot be compared with a reference, so the exercises hand the student the
-keep-mask (True = this weight survives) that dropout drew; every case is built from a local
-``torch.Generator`` and never touches the global seed.
+Random draws cannot be compared with a reference, so exercises 4.1 and 4.3 hand the student
+the keep-mask (True = this weight survives) that dropout drew, and 4.2 asks for the mean and
+variance over all draws, a formula. Every case is built from a local ``torch.Generator`` and
+never touches the global seed.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 import torch
 
 from .. import attention_scores, causal_mask, masked_softmax
-from ._core import PASS, Case, Mistake, Verdict, check_answer, predictions_not_yet, run_check
+from ._core import Case, Mistake, Verdict, result_part, run_check
 
-__all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sums"]
+__all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sum_stats"]
 
 
 def _causal_weights(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
@@ -36,8 +37,9 @@ def _reference_dropout(weights: torch.Tensor, keep: torch.Tensor, p: float) -> t
 
 
 def _classic_dropout(weights: torch.Tensor, keep: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    # Srivastava et al. (2014): nothing is rescaled in training; at test time every weight is
-    # multiplied by the probability of being kept, the factor its training value averages to.
+    # Dropout as first published (Hinton et al. 2012; Srivastava et al. 2014, §1 and Figure 2):
+    # nothing is rescaled in training; at test time every weight is multiplied by the probability
+    # of being kept, the factor its training value averages to.
     return weights * keep if training else weights * (1 - p)
 
 
@@ -68,7 +70,7 @@ def _eval_as(eval_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor
 
 
 def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 4.1: ``student_fn(weights, keep, p, training) -> weights``, dropout as in 2014.
+    """Exercise 4.1: ``student_fn(weights, keep, p, training) -> weights``, dropout as first published.
 
     ``weights`` ``(..., Tq, Tk)`` float, ``keep`` bool of the same shape (True = the weight
     survives; in eval mode nothing is dropped and ``keep`` must be ignored), ``p`` the
@@ -90,7 +92,7 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             _eval_as(lambda w, keep, p: w / (1 - p)),
         ),
         Mistake(
-            "scale by the probability of being KEPT, 1-p (the paper calls it p: its p is the "
+            "scale by the probability of being KEPT, 1-p (Srivastava et al. 2014 call it p: their p is the "
             "probability of keeping, PyTorch's the probability of dropping)",
             _eval_as(lambda w, keep, p: w * p),
         ),
@@ -104,7 +106,7 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             _eval_as(lambda w, keep, p: w * keep),
         ),
         Mistake(
-            "in the 2014 form the survivors keep their value in training: no 1/(1-p) there (that is "
+            "in the original form the survivors keep their value in training: no 1/(1-p) there (that is "
             "inverted dropout, what nn.Dropout does today; here eval mode compensates instead)",
             _train_as(lambda w, keep, p: w * keep / (1 - p)),
         ),
@@ -119,7 +121,7 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 4.1 — dropout as in 2014",
+        "Exercise 4.1 — dropout as first published",
         student_fn,
         _classic_dropout,
         _classic_cases(),
@@ -127,46 +129,97 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     )
 
 
-def dropout_row_sums(eval_row_sum: object, expected_train_row_sum: object) -> Verdict:
-    """Exercise 4.2 (prediction): the row sums of causal attention weights behind dropout(p=0.5).
+def _row_sum_stats(weights: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    # Row sum S = sum_j w_j k_j / (1-p) with independent k_j ~ Bernoulli(1-p):
+    # E[S] = sum_j w_j and Var[S] = sum_j w_j^2 p(1-p) / (1-p)^2 = p / (1-p) * sum_j w_j^2.
+    return weights.sum(dim=-1), p / (1 - p) * (weights**2).sum(dim=-1)  # (..., Tq) each
 
-    Args:
-        eval_row_sum: what every row of the weights sums to in eval mode.
-        expected_train_row_sum: what a row sums to in train mode, on average over many draws.
-    """
-    title = "Exercise 4.2 — row sums"
-    parts = [
-        check_answer(
-            f"{title}, eval mode",
-            eval_row_sum,
-            1.0,
-            "eval mode switches dropout off: no weight is dropped or rescaled, and softmax weights "
-            "over the visible keys sum to 1",
+
+def _fully_masked_rows(gen: torch.Generator, t: int) -> torch.Tensor:
+    """Causal weights behind two left pads: the pads' rows see no key and are all zeros (attnlib)."""
+    real = torch.arange(t) >= 2  # (Tk,) the first two keys are padding
+    return masked_softmax(torch.randn(t, t, generator=gen), causal_mask(t) & real)  # (T, T)
+
+
+def _row_sum_cases() -> list[Case]:
+    gen = torch.Generator().manual_seed(6)
+    return [
+        Case("one 4x4 causal map, p=0.5", (_causal_weights(gen, (4, 4)), 0.5)),
+        Case("a batch (2, 5, 5), p=0.1", (_causal_weights(gen, (2, 5, 5)), 0.1)),
+        Case("heads (2, 3, 4, 4), p=0.3", (_causal_weights(gen, (2, 3, 4, 4)), 0.3)),
+        Case(
+            "left padding: rows 0 and 1 see no key (all weights 0), p=0.5", (_fully_masked_rows(gen, 5), 0.5)
         ),
-        check_answer(
-            f"{title}, train mode (average)",
-            expected_train_row_sum,
-            1.0,
-            {
-                0.5: "half the weights are dropped, but the survivors are doubled (1/(1-p) = 2)",
-                2.0: "the survivors are doubled, but on average only half of them survive",
-            }.get(
-                expected_train_row_sum if isinstance(expected_train_row_sum, (int, float)) else None,
-                "each weight survives with probability 1-p and is then multiplied by 1/(1-p): "
-                "its expected value is the weight itself",
-            ),
+        Case("p=0: nothing is dropped", (_causal_weights(gen, (3, 3)), 0.0)),
+    ]
+
+
+def dropout_row_sum_stats(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> Verdict:
+    """Exercise 4.2: ``student_fn(weights, p) -> (mean, variance)`` of each row's sum after dropout.
+
+    ``weights`` ``(..., Tq, Tk)`` are attention weights (a fully masked row is all zeros), ``p``
+    the probability of dropping. Dropout keeps each weight independently with probability 1-p
+    and rescales the kept ones by 1/(1-p); the result is the expected value and the variance,
+    over the draws, of each query's row sum: two tensors of shape ``(..., Tq)``.
+    """
+    # The mean is checked first, then the variance; each mistake models one part only.
+    cases = _row_sum_cases()
+    mean_mistakes = [
+        Mistake(
+            "a row sums to 1 only if its query sees a key: a fully masked row is all zeros and sums "
+            "to 0 whatever is dropped. The mean of the row sum is the sum of the weights' means",
+            lambda w, p: torch.ones(w.shape[:-1]),
+        ),
+        Mistake(
+            "the kept weights are rescaled by 1/(1-p), so on average dropout leaves each weight, and the "
+            "row sum, unchanged: no factor (1-p) in the mean",
+            lambda w, p: (1 - p) * w.sum(dim=-1),
+        ),
+        Mistake(
+            "each weight is kept only with probability 1-p: its mean is (1-p) * w/(1-p) = w, not w/(1-p)",
+            lambda w, p: w.sum(dim=-1) / (1 - p),
         ),
     ]
-    if all(v.status == "todo" for v in parts):
-        return predictions_not_yet(title)
-    if all(parts):
-        return Verdict(
-            True,
-            f"{PASS} {title}: right, 1.0 both times: in eval mode exactly, in train mode on average "
-            "(one draw can give 0, 2 or anything between).",
-            "pass",
+    var_mistakes = [
+        Mistake(
+            "a kept weight is w/(1-p), not w: the constant 1/(1-p) comes out of a variance squared, "
+            "so each weight adds w^2 * p(1-p) / (1-p)^2 = w^2 * p/(1-p)",
+            lambda w, p: p * (1 - p) * (w**2).sum(dim=-1),
+        ),
+        Mistake(
+            "a keep-or-drop draw (1 with probability 1-p, else 0) has variance p(1-p), not p",
+            lambda w, p: p / (1 - p) ** 2 * (w**2).sum(dim=-1),
+        ),
+        Mistake(
+            "the weights are dropped independently, so the variance of the row sum is the sum of the "
+            "weights' variances, and a constant factor w comes out squared: sum the w^2, not the w",
+            lambda w, p: p / (1 - p) * w.sum(dim=-1),
+        ),
+        Mistake(
+            "that is the standard deviation; the variance is its square",
+            lambda w, p: (p / (1 - p) * (w**2).sum(dim=-1)).sqrt(),
+        ),
+        Mistake(
+            "the row sum adds up the Tk weights of one query: sum over the last axis (the keys), "
+            "not over the queries",
+            lambda w, p: p / (1 - p) * (w**2).sum(dim=-2),
+        ),
+    ]
+    title = "Exercise 4.2 — the spread of a row sum"
+    parts = [("the mean (first result)", mean_mistakes), ("the variance (second result)", var_mistakes)]
+    for index, (name, part_mistakes) in enumerate(parts):
+        verdict = run_check(
+            title,
+            result_part(student_fn, index, 2),
+            result_part(_row_sum_stats, index, 2),
+            cases,
+            part_mistakes,
         )
-    return Verdict(False, "\n".join(v.message for v in parts if not v), "fail")
+        if verdict.status == "fail":  # a wrong result: say which of the two it is
+            return Verdict(False, verdict.message.replace(title, f"{title}, {name}", 1))
+        if not verdict:
+            return verdict
+    return verdict
 
 
 def _reference_attention(

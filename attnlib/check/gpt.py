@@ -2,7 +2,8 @@
 
 Shapes: ``B`` batch, ``H`` heads, ``T`` cached positions, ``Dh`` head width, ``V`` vocabulary.
 
-The references are attnlib's own: :func:`attnlib.sampling.next_token_probs`, the cached step of
+The references are attnlib's own: :func:`attnlib.sampling.next_token_probs` and
+:func:`attnlib.sampling.top_p_logits`, the cached step of
 :func:`attnlib.kv_cache.cached_attention` (append, then attend with
 :func:`attnlib.functional.scaled_dot_product_attention`) and :func:`attnlib.memory.kv_cache_bytes`.
 Inputs come from local ``torch.Generator`` s, so a check never moves the global seed.
@@ -15,9 +16,10 @@ from collections.abc import Callable
 import torch
 
 from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
+from ..sampling import top_p_logits as _top_p_reference
 from ._core import FAIL, PASS, Case, Mistake, Verdict, check_answer, run_check, same, wrong_type
 
-__all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs"]
+__all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs", "top_p_logits"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +97,95 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 12.2: one attention step with the cache
+# Exercise 12.2: top-p (nucleus) filtering
+# ---------------------------------------------------------------------------------------------
+
+
+def _nucleus(logits, p, *, descending=True, rule="right", fill=float("-inf"), dim=-1):
+    """The top-p filter with one typical slip (``rule``: right, early, late, no_top)."""
+    if dim != -1 and logits.dim() > 1:  # the slip: each column treated as a distribution
+        return _nucleus(logits.transpose(0, -1), p, descending=descending, rule=rule, fill=fill).transpose(
+            0, -1
+        )
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=descending)  # (..., V)
+    total = probs.cumsum(dim=-1)  # (..., V): mass up to and including each token
+    if rule == "early":  # stops before the token that reaches p
+        drop = total >= p
+        drop[..., 0] = False
+    elif rule == "no_top":  # "remove above p, shift right by one" without keeping the first
+        drop = torch.cat([(total > p)[..., :1], (total > p)[..., :-1]], dim=-1)
+    else:
+        drop = total - probs >= p
+        if rule == "late":  # one more token than the nucleus
+            drop = torch.cat([torch.zeros_like(drop[..., :1]), drop[..., :-1]], dim=-1)
+    drop = drop.scatter(-1, order, drop)  # back to vocabulary order
+    return logits.masked_fill(drop, fill)
+
+
+def _top_p_case(name: str, shape: tuple[int, ...], p: float, seed: int, scale: float = 2.0) -> Case:
+    logits = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale
+    return Case(name, (logits, p))
+
+
+def top_p_logits(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 12.2: ``student_fn(logits, p)`` -> ``(..., V)`` logits, as
+    :func:`attnlib.sampling.top_p_logits`.
+
+    Keep the smallest set of most likely tokens whose probability (``softmax`` over the last
+    axis) reaches ``p``, always at least the most likely one; the other logits become ``-inf``.
+    """
+    cases = [
+        _top_p_case("one row of V=6 logits, p=0.5", (6,), 0.5, seed=141),
+        _top_p_case("(B, V) = (3, 8), p=0.9", (3, 8), 0.9, seed=142),
+        _top_p_case("(B, V) = (2, 10), p=0.6", (2, 10), 0.6, seed=143),
+        _top_p_case(
+            "(B, V) = (3, 6), p=0.3, one token often holds more than p", (3, 6), 0.3, seed=144, scale=4.0
+        ),
+    ]
+    mistakes = [
+        Mistake(
+            "sort the probabilities from the largest down (sort(..., descending=True)): the nucleus is the "
+            "*most* likely tokens, you kept the least likely ones",
+            lambda x, p: _nucleus(x, p, descending=False),
+        ),
+        Mistake(
+            "you stopped one token too early: keep the token whose probability makes the total reach p. A "
+            "token stays while the mass *before* it (cumsum - probs) is still below p",
+            lambda x, p: _nucleus(x, p, rule="early"),
+        ),
+        Mistake(
+            "you kept one token too many: once the kept tokens reach p, stop. A token stays only while the "
+            "mass before it (cumsum - probs) is below p",
+            lambda x, p: _nucleus(x, p, rule="late"),
+        ),
+        Mistake(
+            "when the most likely token alone holds p or more, it must still be kept (the nucleus is never "
+            "empty): after shifting the mask right by one, set its first column to keep",
+            lambda x, p: _nucleus(x, p, rule="no_top"),
+        ),
+        Mistake(
+            "the dropped tokens must get logit float('-inf') (probability 0 after the softmax); a logit of 0 "
+            "still gets exp(0) = 1 share",
+            lambda x, p: _nucleus(x, p, fill=0.0),
+        ),
+        Mistake(
+            "each row of a batch is its own distribution: softmax, sort and cumsum along the vocabulary, "
+            "the last axis (dim=-1), not dim=0",
+            lambda x, p: _nucleus(x, p, dim=0),
+        ),
+        Mistake(
+            "return logits (the kept ones unchanged, the others -inf), not probabilities: the softmax comes "
+            "later, in next_token_probs",
+            lambda x, p: torch.softmax(_nucleus(x, p), dim=-1),
+        ),
+    ]
+    return run_check(
+        "Exercise 12.2 — top-p (nucleus) filtering", student_fn, _top_p_reference, cases, mistakes
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 12.3: one attention step with the cache
 # ---------------------------------------------------------------------------------------------
 
 
@@ -122,7 +212,7 @@ def _attend(query, keys, values, *, scale=None, hidden=None, dim=-1):
 
 
 def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
-    """Exercise 12.2: ``student_fn(query, key, value, k_cache, v_cache)`` ->
+    """Exercise 12.3: ``student_fn(query, key, value, k_cache, v_cache)`` ->
     ``(context, keys, values)``.
 
     ``query``, ``key``, ``value`` ``(B, H, 1, Dh)`` belong to the new token; the caches
@@ -181,21 +271,21 @@ def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 12.2 — one attention step with the cache", student_fn, _reference_step, cases, mistakes
+        "Exercise 12.3 — one attention step with the cache", student_fn, _reference_step, cases, mistakes
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 12.3: predict the cache's size
+# Exercise 12.4: predict the cache's size
 # ---------------------------------------------------------------------------------------------
 
-#: Exercise 12.3's model: GPT-2 small's sizes, a batch of 8 full contexts in float32.
+#: Exercise 12.4's model: GPT-2 small's sizes, a batch of 8 full contexts in float32.
 CACHE_CONFIG = {"n_layers": 12, "dim": 768, "n_heads": 12, "length": 1024, "batch": 8, "bytes": 4}
 
 
 def kv_cache_memory(answer: object) -> Verdict:
-    """Exercise 12.3: the bytes of the KV cache for :data:`CACHE_CONFIG`, a prediction."""
-    title = "Exercise 12.3 — predict: the size of the KV cache"
+    """Exercise 12.4: the bytes of the KV cache for :data:`CACHE_CONFIG`, a prediction."""
+    title = "Exercise 12.4 — predict: the size of the KV cache"
     c = CACHE_CONFIG
     head_dim = c["dim"] // c["n_heads"]
     n = kv_cache_bytes(

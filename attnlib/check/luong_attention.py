@@ -3,11 +3,12 @@
 Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``H`` hidden size,
 ``L`` LSTM layers, ``V`` vocabulary, ``D`` half-window of local attention.
 
-The references are attnlib's own code: ``AttentionGeneral.score``, ``LocalAttention``'s predicted
-positions, ``LuongDecoder`` and :func:`attnlib.scorers.make_attention`. The local-p window
-weighting, which ``LocalAttention.attend`` computes inline rather than as a function, is written
-here from attnlib's pieces; tests/test_checks_luong_attention.py proves it agrees with the code
-that inlines it. Inputs come from local ``torch.Generator`` s and modules are built inside
+The references are attnlib's own code: ``AttentionGeneral.score``, ``LuongDecoder`` and
+:func:`attnlib.scorers.make_attention`. Local-m's window weighting, which ``LocalAttention.attend``
+computes inline rather than as a function, is written here from attnlib's pieces;
+tests/test_checks_luong_attention.py proves it agrees with the code that inlines it. attnlib
+has no location-based score (Luong et al., 2015, eq. 8): its reference is written here, from
+``masked_softmax``. Inputs come from local ``torch.Generator`` s and modules are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .. import AttentionGeneral, LocalAttention, LuongDecoder, make_attention, masked_softmax
+from .. import AttentionGeneral, LuongDecoder, make_attention, masked_softmax
 from ..evaluation import count_parameters
 from ..scorers import SCORERS
 from ._core import (
@@ -37,7 +38,7 @@ from ._core import (
 )
 from .bahdanau_attention import STEP_HIDDEN, decoder_case, source_mask
 
-__all__ = ["general_scores", "local_p_position", "local_p_weights", "luong_step", "scorer_parameters"]
+__all__ = ["general_scores", "local_m_weights", "location_weights", "luong_step", "scorer_parameters"]
 
 
 def _reference_general(query: torch.Tensor, keys: torch.Tensor, w_a: torch.Tensor) -> torch.Tensor:
@@ -97,213 +98,194 @@ def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     return run_check("Exercise 9.1 — Luong's general score", student_fn, _reference_general, cases, mistakes)
 
 
-def _reference_position(query: torch.Tensor, w_p: torch.Tensor, v_p: torch.Tensor, mask: torch.Tensor):
-    h = query.shape[-1]
-    with seeded(0):  # p_t does not depend on the window: any D that fits the source will do
-        local = LocalAttention(h, min(1, (mask.shape[1] - 1) // 2), mode="p")
-    with torch.no_grad():
-        local.W_p.weight.copy_(w_p)
-        local.v_p.weight.copy_(v_p[None, :])  # (1, H): nn.Linear(H, 1)
-        local.attend(query, torch.zeros(*mask.shape, h), mask)  # the keys do not matter for p_t
-    return local.last_positions  # (B, Tq)
+def _location(
+    query, w_a, mask, *, rows="first", transpose=True, masked=True, after=False, dim=-1, softmax=True
+):
+    """Luong's location-based weights (eq. 8) with a knob per typical slip; defaults are right."""
+    ts = mask.shape[1]
+    scores = query @ (w_a.T if transpose else w_a)  # (B, Tq, H) @ (H, S) -> (B, Tq, S)
+    scores = {"first": scores[..., :ts], "last": scores[..., -ts:], "all": scores}[rows]  # (B, Tq, Ts)
+    if not softmax:
+        return scores
+    visible = mask[:, None, :] if masked and not after and rows != "all" else None  # (B, 1, Ts)
+    weights = masked_softmax(scores, visible) if dim == -1 else torch.softmax(scores, dim=dim)
+    return weights * mask[:, None, :] if after else weights
 
 
-def _position(query, w_p, v_p, mask, *, length=None, transpose=False, tanh=True, sigmoid=True):
-    s = mask.sum(dim=1) if length is None else length(mask)  # (B,)
-    gate = (torch.tanh if tanh else (lambda t: t))(query @ (w_p if transpose else w_p.T)) @ v_p  # (B, Tq)
-    return s[:, None] * (torch.sigmoid(gate) if sigmoid else gate)  # (B, Tq)
+def _reference_location(query: torch.Tensor, w_a: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    # a_t = softmax(W_a h_t) (Luong et al., 2015, eq. 8), keeping the first Ts rows of W_a
+    # (their footnote 6) and leaving the padding out of the softmax.
+    return _location(query, w_a, mask)
 
 
-def _position_case(name: str, b: int, tq: int, h: int, lengths: list[int], ts: int, seed: int) -> Case:
+def _location_case(name: str, b: int, tq: int, h: int, rows: int, lengths: list[int], ts: int, seed: int):
     gen = torch.Generator().manual_seed(seed)
-    query = torch.randn(b, tq, h, generator=gen)
-    w_p, v_p = torch.randn(h, h, generator=gen), torch.randn(h, generator=gen) * 2
-    return Case(name, (query, w_p, v_p, source_mask(lengths, ts)))
+    query, w_a = torch.randn(b, tq, h, generator=gen), torch.randn(rows, h, generator=gen)
+    return Case(name, (query, w_a, source_mask(lengths, ts)))
 
 
-def local_p_position(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 9.2: ``student_fn(query, w_p, v_p, mask) -> p (B, Tq)``.
+def location_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 9.2: ``student_fn(query, w_a, mask) -> weights (B, Tq, Ts)``.
 
-    Local-p's predicted source position ``p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))`` for each
-    decoder state of ``query`` ``(B, Tq, H)``; ``w_p`` ``(H, H)`` is an ``nn.Linear`` weight
-    (``W_p h_t`` is ``query @ w_p.T``), ``v_p`` ``(H,)``, ``mask`` ``(B, Ts)`` True for real source
-    tokens, and ``S`` each source's real length. As ``LocalAttention(mode="p")`` computes it.
+    Luong's *location-based* weights ``a_t = softmax(W_a h_t)`` (Luong et al., 2015, eq. 8): one
+    score per source position from the decoder state alone. ``query`` ``(B, Tq, H)``, ``w_a``
+    ``(S, H)`` the weight of ``nn.Linear(H, S, bias=False)`` with ``S >= Ts`` (one row per source
+    position; a source of ``Ts`` positions uses the first ``Ts`` rows), ``mask`` ``(B, Ts)`` True
+    for real source tokens; padded positions get weight 0.
     """
     cases = [
-        _position_case("B=1, one step, a source of 7 (no padding)", 1, 1, 4, [7], 7, seed=84),
-        _position_case("B=2, the second source padded (4 of 8 real)", 2, 1, 4, [8, 4], 8, seed=85),
-        _position_case("B=2, three steps at once, H=5", 2, 3, 5, [6, 9], 9, seed=86),
+        _location_case("B=1, one step, S=Ts=H=5 (no padding)", 1, 1, 5, 5, [5], 5, seed=101),
+        _location_case(
+            "B=2, S=8 rows for a source of Ts=6, the second padded", 2, 1, 4, 8, [6, 4], 6, seed=102
+        ),
+        _location_case("B=2, three steps at once, S=H=5 rows, Ts=4", 2, 3, 5, 5, [4, 3], 4, seed=103),
     ]
-    mistakes = [
-        Mistake(
-            "S is each source's *real* length, `mask.sum(dim=1)`, not the padded length Ts: p_t must "
-            "land inside the real sentence",
-            lambda q, w, v, m: _position(
-                q, w, v, m, length=lambda mm: torch.full((mm.shape[0],), mm.shape[1])
-            ),
+    table = [
+        (
+            "use the FIRST Ts rows of W_a, one per source position 0 .. Ts-1: `scores[..., :Ts]` "
+            "(Luong et al.'s footnote 6: a short sentence uses the top part of a_t)",
+            {"rows": "all"},
         ),
-        Mistake(
-            "W_p is an nn.Linear weight (out, in): W_p h_t is `query @ w_p.T`",
-            lambda q, w, v, m: _position(q, w, v, m, transpose=True),
+        ("position s is row s of W_a: keep the first Ts rows, not the last ones", {"rows": "last"}),
+        ("W_a is an nn.Linear weight (S, H): W_a h_t is `query @ w_a.T`", {"transpose": False}),
+        ("return the weights: softmax over the source positions", {"softmax": False}),
+        (
+            "padded positions got weight: leave them out of the softmax (masked_fill with -inf where "
+            "mask is False, or attnlib.masked_softmax)",
+            {"masked": False},
         ),
-        Mistake(
-            "Luong (and attnlib) scale by S itself, not S - 1",
-            lambda q, w, v, m: _position(q, w, v, m, length=lambda mm: mm.sum(dim=1) - 1),
+        (
+            "zeroing the padding after the softmax leaves weights that sum to less than 1: mask the "
+            "scores *before* the softmax",
+            {"after": True},
         ),
-        Mistake(
-            "the tanh is missing: v_pᵀ tanh(W_p h_t)",
-            lambda q, w, v, m: _position(q, w, v, m, tanh=False),
-        ),
-        Mistake(
-            "the sigmoid is missing: it squeezes the gate into (0, 1), so that p_t lies in (0, S)",
-            lambda q, w, v, m: _position(q, w, v, m, sigmoid=False),
-        ),
-        Mistake(
-            "keep p_t real-valued: the window is centred on round(p_t), but the Gaussian of exercise 9.3 "
-            "uses p_t itself (and a rounded p_t would pass no gradient to W_p and v_p)",
-            lambda q, w, v, m: _position(q, w, v, m).round(),
-        ),
-        Mistake(
-            "S has shape (B,): to scale each source's row of p, give it a trailing axis, "
-            "`mask.sum(dim=1, keepdim=True)` (B, 1); (B, Tq) * (B,) multiplies the wrong way",
-            lambda q, w, v, m: torch.sigmoid(torch.tanh(q @ w.T) @ v) * m.sum(dim=1),
-        ),
-        Mistake(
-            "return (B, Tq): squeeze the last axis of the gate, e.g. `.squeeze(-1)`",
-            lambda q, w, v, m: _position(q, w, v, m)[..., None],
+        (
+            "the softmax runs over the source positions (the last axis), not over the decoder steps",
+            {"dim": 1},
         ),
     ]
     return run_check(
-        "Exercise 9.2 — local-p: the predicted position", student_fn, _reference_position, cases, mistakes
+        "Exercise 9.2 — Luong's location-based weights",
+        student_fn,
+        _reference_location,
+        cases,
+        slips(_location, table),
     )
 
 
-def _local_p(
+def _local_m(
     scores,
-    p,
     mask,
     half_window,
+    step,
     *,
-    sigma=None,
-    window=True,
-    renormalise_window=True,
-    centre=None,
-    factor=2.0,
-    gaussian=True,
-    renormalise=False,
-    pad=True,
+    offset=0,
+    use_step=True,
     strict=False,
+    before=True,
+    pad=True,
+    gaussian=False,
+    empty_rows_zero=True,
 ):
-    """Local-p weights with knobs for the typical slips; all knobs at their default give attnlib's."""
-    ts = scores.shape[-1]
-    positions = torch.arange(ts, dtype=scores.dtype)  # (Ts,)
-    centre = p.round() if centre is None else centre(p)  # (B, Tq)
-    offset = (positions[None, None, :] - centre[:, :, None]).abs()  # (B, Tq, Ts)
-    in_window = offset < half_window if strict else offset <= half_window
-    visible = mask[:, None, :] if pad else torch.ones_like(in_window)  # (B, 1, Ts)
-    if window and renormalise_window:
-        visible = visible & in_window
-    weights = masked_softmax(scores, visible)  # (B, Tq, Ts)
-    if window and not renormalise_window:
+    """Local-m weights with a knob per typical slip; all knobs at their default give attnlib's."""
+    tq, ts = scores.shape[1], scores.shape[2]
+    positions = torch.arange(ts)  # (Ts,)
+    centres = (step if use_step else 0) + offset + torch.arange(tq)  # (Tq,): p_t = t
+    distance = (positions[None, :] - centres[:, None]).abs()  # (Tq, Ts)
+    in_window = distance < half_window if strict else distance <= half_window  # (Tq, Ts)
+    keep = mask[:, None, :] if pad else torch.ones_like(mask)[:, None, :]  # (B, 1, Ts)
+    if before:
+        keep = keep & in_window  # (B, Tq, Ts)
+    if empty_rows_zero:
+        weights = masked_softmax(scores, keep)
+    else:
+        weights = torch.softmax(
+            scores.masked_fill(~keep, float("-inf")), dim=-1
+        )  # NaN where nothing is visible
+    if not before:
         weights = weights * in_window
     if gaussian:
-        sigma = half_window / 2 if sigma is None else sigma
-        distance = positions[None, None, :] - p[:, :, None]  # (B, Tq, Ts)
-        weights = weights * torch.exp(-(distance**2) / (factor * sigma**2))
-    if renormalise:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
+        sigma = half_window / 2
+        weights = weights * torch.exp(-((positions[None, :] - centres[:, None]) ** 2) / (2 * sigma**2))
     return weights
 
 
-def _reference_local_p(scores: torch.Tensor, p: torch.Tensor, mask: torch.Tensor, half_window: int):
-    # LocalAttention.attend for mode "p", with the scores and p_t given: softmax inside the window
-    # [round(p_t) - D, round(p_t) + D] and the real tokens, times exp(-(s - p_t)² / (2σ²)), σ = D/2.
-    return _local_p(scores, p, mask, half_window)
+def _reference_local_m(scores: torch.Tensor, mask: torch.Tensor, half_window: int, step: int) -> torch.Tensor:
+    # LocalAttention.attend for mode "m", with the scores given: step i of the call is output step
+    # t = step + i, centred on p_t = t; softmax over |s - t| <= D and the real tokens.
+    return _local_m(scores, mask, half_window, step)
 
 
-def _local_case(name: str, p: list[list[float]], lengths: list[int], ts: int, d: int, seed: int) -> Case:
+def _local_m_case(
+    name: str, b: int, tq: int, lengths: list[int], ts: int, d: int, step: int, seed: int
+) -> Case:
     gen = torch.Generator().manual_seed(seed)
-    scores = torch.randn(len(p), len(p[0]), ts, generator=gen)
-    return Case(name, (scores, torch.tensor(p), source_mask(lengths, ts), d))
+    return Case(name, (torch.randn(b, tq, ts, generator=gen), source_mask(lengths, ts), d, step))
 
 
-def local_p_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 9.3: ``student_fn(scores, p, mask, half_window) -> weights (B, Tq, Ts)``.
+def local_m_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 9.3: ``student_fn(scores, mask, half_window, step) -> weights (B, Tq, Ts)``.
 
-    ``scores`` ``(B, Tq, Ts)``, ``p`` ``(B, Tq)`` real-valued predicted positions, ``mask``
-    ``(B, Ts)`` True for real source tokens, ``half_window`` ``D``. Softmax over the positions
-    ``s`` with ``|s - round(p_t)| <= D`` that are real tokens (zero elsewhere), then times
-    ``exp(-(s - p_t)² / (2σ²))`` with ``σ = D / 2``. As ``LocalAttention(mode="p")`` computes it.
+    Local-m (Luong et al., 2015, §3.2): the ``Tq`` rows of ``scores`` ``(B, Tq, Ts)`` are the output
+    steps ``t = step, step + 1, ...``; step ``t`` sees the positions ``s`` with ``|s - t| <= D``
+    (``D = half_window``) that are real tokens (``mask`` ``(B, Ts)``), with softmax weights over
+    those alone (eq. 7 inside the window), 0 elsewhere; a step that sees nothing gets all zeros.
+    As ``LocalAttention(mode="m")`` computes it.
     """
     cases = [
-        _local_case("one step, p=4.3, D=2, Ts=9", [[4.3]], [9], 9, 2, seed=87),
-        _local_case("p=0.8 near the start: the window is cut at 0", [[0.8]], [7], 7, 2, seed=88),
-        _local_case(
-            "B=2, three steps, the second source padded",
-            [[1.2, 3.7, 5.6], [0.4, 2.6, 4.9]],
-            [8, 5],
-            8,
+        _local_m_case("one step t=3 of a source of 9, D=2", 1, 1, [9], 9, 2, step=3, seed=111),
+        _local_m_case(
+            "steps 0 to 3 at once: the window is cut at position 0", 1, 4, [8], 8, 2, step=0, seed=112
+        ),
+        _local_m_case(
+            "B=2, steps 2 to 5, the second source padded (5 of 8 real)", 2, 4, [8, 5], 8, 1, step=2, seed=113
+        ),
+        _local_m_case(
+            "B=2, steps 5 to 8, D=1: the short source (4 real) ends before some windows",
             2,
-            seed=89,
-        ),
-        _local_case("D=1: windows of 3 positions", [[2.7, 6.2]], [10], 10, 1, seed=90),
-        _local_case("D=3, p=6.6 near the end of a padded source", [[6.6], [3.2]], [8, 6], 9, 3, seed=91),
-    ]
-    table = [  # (hint, the knobs of _local_p that make the slip)
-        (
-            "positions outside the window [round(p_t) - D, round(p_t) + D] must get weight 0: leave them "
-            "out of the softmax, together with the padding",
-            {"window": False},
-        ),
-        (
-            "zeroing the positions outside the window after the softmax leaves weights that sum to less "
-            "than 1 before the Gaussian: mask them *before* the softmax",
-            {"renormalise_window": False},
+            4,
+            [9, 4],
+            9,
+            1,
+            step=5,
+            seed=114,
         ),
     ]
-    after_sigma = [
-        ("the exponent is -(s - p_t)² / (2 sigma²): the factor 2 is missing", {"factor": 1.0}),
-    ]
-    later = [
+    table = [
         (
-            "multiply the window's softmax weights by the Gaussian exp(-(s - p_t)² / (2 sigma²))",
-            {"gaussian": False},
+            "row i of scores is output step t = step + i: centre its window on step + i, not on i",
+            {"use_step": False},
         ),
         (
-            "do not renormalise after the Gaussian: local-p's weights sum to less than 1, which is what "
-            "favours positions near p_t",
-            {"renormalise": True},
+            "steps count from 0: the first row is step t = `step`, centred on s = step, not step + 1",
+            {"offset": 1},
+        ),
+        ("the window holds 2D + 1 positions: |s - t| <= D, the ends included", {"strict": True}),
+        (
+            "zeroing the positions outside the window after a softmax over the whole source leaves "
+            "weights that sum to less than 1: local-m is eq. 7 *inside* the window, so leave the other "
+            "positions out of the softmax",
+            {"before": False},
+        ),
+        ("padded positions got weight: the window must also leave out the padding (`mask`)", {"pad": False}),
+        (
+            "local-m has no Gaussian: that is local-p's, which needs it to train its predicted p_t "
+            "(local-m's p_t = t is fixed)",
+            {"gaussian": True},
         ),
         (
-            "padded positions got weight: the window must also leave out the padding (`mask`)",
-            {"pad": False},
+            "a window that lies wholly on padding leaves no visible position, and softmax over all -inf "
+            "is NaN: give such rows zero weights (attnlib.masked_softmax does, as does torch's fused kernel)",
+            {"empty_rows_zero": False},
         ),
-        ("centre the window on round(p_t), not on its integer part (floor)", {"centre": torch.floor}),
-        ("the window holds 2D + 1 positions: |s - round(p_t)| <= D, the ends included", {"strict": True}),
-    ]
-    mistakes = [
-        *slips(_local_p, table),
-        Mistake(
-            "sigma = D / 2 (Luong et al.): with sigma = D the Gaussian is twice as wide",
-            lambda *a: _local_p(*a, sigma=a[3]),
-        ),
-        *slips(_local_p, after_sigma),
-        Mistake(
-            "the Gaussian is centred on the real-valued p_t; only the window is centred on round(p_t)",
-            _gaussian_at_round,
-        ),
-        *slips(_local_p, later),
     ]
     return run_check(
-        "Exercise 9.3 — local-p: window and Gaussian", student_fn, _reference_local_p, cases, mistakes
+        "Exercise 9.3 — local-m: the window around p_t = t",
+        student_fn,
+        _reference_local_m,
+        cases,
+        slips(_local_m, table),
     )
-
-
-def _gaussian_at_round(scores, p, mask, half_window):
-    weights = _local_p(scores, p, mask, half_window, gaussian=False)
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - p.round()[:, :, None]
-    return weights * torch.exp(-(distance**2) / (2 * (half_window / 2) ** 2))
 
 
 #: Hidden size of exercise 9.4.

@@ -16,14 +16,12 @@ of the same configuration into it, and compares outputs; each typical slip is mo
 from __future__ import annotations
 
 import inspect
-import itertools
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .. import MultiHeadAttention
-from .. import merge_heads as reference_merge_heads
 from ..evaluation import count_parameters
 from ._core import (
     FAIL,
@@ -41,7 +39,7 @@ from ._core import (
 )
 from ._modules import build, class_problem, dropout_still_on, outputs_differ
 
-__all__ = ["fuse_qkv", "head_qkv_rows", "merge_heads", "mha_parameters", "multihead_module"]
+__all__ = ["fuse_heads", "head_qkv_rows", "head_score_matrices", "mha_parameters", "multihead_module"]
 
 
 def _reference_head_rows(qkv_weight: torch.Tensor, num_heads: int, head: int) -> torch.Tensor:
@@ -122,79 +120,139 @@ def head_qkv_rows(student_fn: Callable[[torch.Tensor, int, int], torch.Tensor]) 
     )
 
 
-def merge_heads(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
-    """Exercise 5.2: ``student_fn(context)``: ``(B, H, T, Dh)`` -> ``(B, T, D)`` with ``D = H * Dh``.
+def _reference_fuse_heads(head_weights: list[torch.Tensor]) -> torch.Tensor:
+    blocks = torch.stack(list(head_weights))  # H x (3Dh, Din) -> (H, 3Dh, Din): head by head
+    h, three_dh, d_in = blocks.shape
+    roles = blocks.view(h, 3, three_dh // 3, d_in).transpose(0, 1)  # (H, 3, Dh, Din) -> (3, H, Dh, Din)
+    return roles.reshape(-1, d_in)  # (3, H, Dh, Din) -> (3D, Din), D = H * Dh
 
-    The inverse of ``split_heads``: token ``t`` gets head 0's ``Dh`` features, then head 1's, ...
+
+def _head_blocks(*shape: int) -> list[torch.Tensor]:
+    """``H`` numbered ``(3Dh, Din)`` blocks, each the rows of one head (as exercise 5.1 returns them)."""
+    h, three_dh, d_in = shape
+    return list(numbered(h, three_dh, d_in).unbind(0))
+
+
+def fuse_heads(student_fn: Callable[[list[torch.Tensor]], torch.Tensor]) -> Verdict:
+    """Exercise 5.2: ``student_fn(head_weights) -> qkv_weight``, the inverse of exercise 5.1.
+
+    ``head_weights`` is a list of ``H`` tensors ``(3Dh, Din)``, each one head's query rows, then
+    its key rows, then its value rows. The result ``(3D, Din)`` is the fused weight of
+    ``Attention.qkv``: all query rows (head 0's first), then all key rows, then all value rows.
     """
     cases = [
-        Case("B=1, H=2, T=3, Dh=2", (numbered(1, 2, 3, 2),)),
-        Case("B=2, H=3, T=4, Dh=2", (numbered(2, 3, 4, 2),)),
-        Case("one head: H=1", (numbered(2, 1, 5, 3),)),
-        Case("one token: T=1", (numbered(1, 4, 1, 2),)),
+        Case("H=2 heads of Dh=2, Din=4", (_head_blocks(2, 6, 4),)),
+        Case("H=3 heads of Dh=2, Din=3 (D_in differs from D)", (_head_blocks(3, 6, 3),)),
+        Case("H=4 heads of Dh=1, Din=4", (_head_blocks(4, 3, 4),)),
+        Case("one head: H=1", (_head_blocks(1, 6, 2),)),
     ]
+
+    def dealt(ws):  # each role block holds the heads' rows interleaved, row 0 of every head first
+        blocks = torch.stack(ws)
+        h, three_dh, d_in = blocks.shape
+        return blocks.view(h, 3, three_dh // 3, d_in).permute(1, 2, 0, 3).reshape(-1, d_in)
+
     mistakes = [
         Mistake(
-            "reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens: transpose(1, 2) first, so each "
-            "token's heads sit next to each other, then reshape",
-            lambda c: c.reshape(c.shape[0], c.shape[2], c.shape[1] * c.shape[3]),
+            "concatenating the heads' blocks keeps them head by head (head 0's q, k, v, then head 1's); "
+            "Attention.qkv wants ALL query rows first, then all key rows, then all value rows: view "
+            "each block as (3, Dh, Din) and bring the role axis in front of the head axis",
+            lambda ws: torch.cat(ws, dim=0),
         ),
         Mistake(
-            "the features of head 0 come first, then those of head 1, ...: transpose(1, 2) to (B, T, H, Dh), "
-            "not to (B, T, Dh, H)",
-            lambda c: c.permute(0, 2, 3, 1).reshape(c.shape[0], c.shape[2], c.shape[1] * c.shape[3]),
+            "inside each role's block a head owns Dh CONTIGUOUS rows, head 0's first; you interleaved "
+            "the heads row by row (dealt them out like cards): transpose the head and role axes only",
+            dealt,
+        ),
+        Mistake(
+            "return one 2-D matrix (3D, Din), the shape of qkv.weight: reshape after stacking",
+            lambda ws: _reference_fuse_heads(ws).view(3, len(ws), -1, ws[0].shape[-1]),
+        ),
+        Mistake(
+            "keep nn.Linear's (out_features, in_features) layout: rows are outputs, do not transpose",
+            lambda ws: _reference_fuse_heads(ws).T,
         ),
     ]
-    return run_check("Exercise 5.2 — merge the heads", student_fn, reference_merge_heads, cases, mistakes)
+    return run_check(
+        "Exercise 5.2 — merge the heads' weights", student_fn, _reference_fuse_heads, cases, mistakes
+    )
 
 
-def _reference_fuse(w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor) -> torch.Tensor:
-    # nn.Linear weights are (out, in): stacking the outputs means stacking rows.
-    return torch.cat([w_query, w_key, w_value], dim=0)  # 3 x (D, Din) -> (3D, Din)
+def _score_matrices(
+    qkv_weight: torch.Tensor,
+    num_heads: int,
+    *,
+    layout: str = "role",
+    pair: tuple[int, int] = (0, 1),
+    width: str = "Dh",
+) -> torch.Tensor:
+    """Each head's ``(Din, Din)`` score matrix ``W_q,h^T W_k,h / sqrt(Dh)``; the knobs model the slips."""
+    three_d, d_in = qkv_weight.shape
+    head_dim = three_d // 3 // num_heads
+    if layout == "role":
+        w = qkv_weight.view(3, num_heads, head_dim, d_in)  # (3D, Din) -> (3, H, Dh, Din)
+    else:  # the slip: the rows read head by head
+        w = qkv_weight.view(num_heads, 3, head_dim, d_in).transpose(0, 1)
+    first, second = w[pair[0]], w[pair[1]]  # two (H, Dh, Din)
+    scale = {"Dh": head_dim**-0.5, "D": (three_d // 3) ** -0.5, "none": 1.0}[width]
+    return first.transpose(-2, -1) @ second * scale  # (H, Din, Dh) @ (H, Dh, Din) -> (H, Din, Din)
 
 
-def fuse_qkv(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 5.3: ``student_fn(w_query, w_key, w_value) -> qkv_weight``.
+def head_score_matrices(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 5.3: ``student_fn(qkv_weight, num_heads) -> (H, Din, Din)``.
 
-    Each input is an ``nn.Linear`` weight of shape ``(D, Din)``; the result ``(3D, Din)`` is
-    the weight of one ``nn.Linear(Din, 3D)`` whose output is all queries, then all keys,
-    then all values (timm's ``Attention.qkv``).
+    Head ``h`` of ``Attention`` scores query token ``x`` against key token ``y`` as
+    ``(x W_q,h^T) . (y W_k,h^T) / sqrt(Dh) = x A_h y^T``; the result stacks the ``A_h``, one fused
+    matrix per head in place of its query and key projections.
     """
-    gen = torch.Generator().manual_seed(6)
+    gen = torch.Generator().manual_seed(7)
     cases = [
-        Case(f"D={d}, Din={d_in}", tuple(torch.randn(d, d_in, generator=gen) for _ in range(3)))
-        for d, d_in in [(2, 2), (4, 4), (6, 3)]
+        Case(f"D={d}, Din={d_in}, H={h}", (torch.randn(3 * d, d_in, generator=gen), h))
+        for d, d_in, h in [(4, 4, 2), (6, 3, 3), (8, 8, 4), (4, 2, 1)]
     ]
-    mistakes = [
-        Mistake(
-            "nn.Linear stores its weight as (out_features, in_features): the three projections' outputs "
-            "are stacked as rows, so concatenate along dim 0",
-            lambda q, k, v: torch.cat([q, k, v], dim=1),
+
+    def projected_product(w, h):  # the slip: W_q,h W_k,h^T, the (Dh, Dh) product of the projections
+        rows = w.view(3, h, -1, w.shape[1])  # (3, H, Dh, Din)
+        return rows[0] @ rows[1].transpose(-2, -1) * rows.shape[2] ** -0.5  # (H, Dh, Dh)
+
+    knobs = [
+        (
+            "A_h is W_q,h^T W_k,h, shape (Din, Din): (Din, Dh) @ (Dh, Din). W_q,h W_k,h^T is (Dh, Dh) and "
+            "acts on the projected vectors, not on the tokens",
+            projected_product,
         ),
-        Mistake(
-            "torch.stack adds a new axis; qkv.weight is one 2-D matrix (3D, Din): use torch.cat",
-            lambda q, k, v: torch.stack([q, k, v]),
+        (
+            "Attention divides every score by sqrt(Dh) (its `scale`): put that factor into A_h",
+            lambda w, h: _score_matrices(w, h, width="none"),
         ),
-        Mistake(
-            "do not transpose: nn.Linear computes x @ weight.T itself, and qkv.weight has the same "
-            "(out, in) layout as W_query.weight",
-            lambda q, k, v: torch.cat([q.T, k.T, v.T], dim=0),
+        (
+            "the scale uses the head width Dh = D / H, not the model width D",
+            lambda w, h: _score_matrices(w, h, width="D"),
         ),
-        Mistake(
-            "this is the transpose of qkv.weight (the (in, out) layout of x @ W); nn.Linear stores "
-            "(out_features, in_features): concatenate the weights themselves along dim 0",
-            lambda q, k, v: torch.cat([q.T, k.T, v.T], dim=1),
+        (
+            "the query sits on the left, x A_h y^T: A_h = W_q,h^T W_k,h. Yours is its transpose, "
+            "W_k,h^T W_q,h, which scores the keys against the queries",
+            lambda w, h: _score_matrices(w, h, pair=(1, 0)),
         ),
-        *(
-            Mistake(
-                "the order matters: Attention reads the fused output as queries, then keys, then values",
-                lambda q, k, v, order=order: torch.cat([(q, k, v)[i] for i in order], dim=0),
-            )
-            for order in itertools.permutations(range(3))
-            if order != (0, 1, 2)
+        (
+            "the fused rows are ALL queries, then ALL keys, then ALL values (exercise 5.1): view them "
+            "as (3, H, Dh, Din), not head by head as (H, 3, Dh, Din)",
+            lambda w, h: _score_matrices(w, h, layout="head"),
+        ),
+        (
+            "the scores use the query rows (role 0) and the key rows (role 1); the value rows (role 2) "
+            "only enter after the softmax",
+            lambda w, h: _score_matrices(w, h, pair=(0, 2)),
         ),
     ]
-    return run_check("Exercise 5.3 — fuse q, k, v", student_fn, _reference_fuse, cases, mistakes)
+    mistakes = [Mistake(hint, wrong) for hint, wrong in knobs]
+    return run_check(
+        "Exercise 5.3 — one score matrix per head",
+        student_fn,
+        lambda w, h: _score_matrices(w, h),
+        cases,
+        mistakes,
+    )
 
 
 #: The module of exercise 5.4: d_in differs from d_out, so each projection's shape matters.

@@ -8,8 +8,9 @@ The references are PyTorch's own: ``nn.GRUCell`` for the GRU cell, ``F.cross_ent
 ``ignore_index`` for the sequence loss (what :func:`attnlib.training.sequence_loss` computes),
 and the step of :func:`attnlib.training.train` (``zero_grad``, ``backward``,
 ``clip_grad_norm_``, ``step``) on all the micro-batches of exercise 6.3 at once (their
-test builds that big batch and compares). Inputs come from local ``torch.Generator`` s and models are
-built inside ``torch.random.fork_rng``, so a check never moves the global seed.
+test builds that big batch and compares), and ``torch.optim.Adam`` for exercise 6.4. Inputs
+come from local ``torch.Generator`` s and models are built inside ``torch.random.fork_rng``, so
+a check never moves the global seed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from torch import nn
 from ..training import sequence_loss
 from ._core import Case, Mistake, Verdict, run_check
 
-__all__ = ["accumulated_step", "gru_cell", "sequence_cross_entropy"]
+__all__ = ["accumulated_step", "adam_steps", "gru_cell", "sequence_cross_entropy"]
 
 
 # --- Exercise 6.1: a GRU cell ------------------------------------------------------------
@@ -406,4 +407,106 @@ def accumulated_step(student_fn: Callable[..., Any]) -> Verdict:
         wrap(_update_variant()),
         cases,
         mistakes,
+    )
+
+
+# --- Exercise 6.4: Adam, step by step -----------------------------------------------------
+def _reference_adam(w, grads, lr, beta1, beta2, eps):
+    w = w.clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([w], lr=lr, betas=(beta1, beta2), eps=eps)
+    for g in grads:
+        w.grad = g.clone()  # the gradients are given: no loss needed
+        optimizer.step()
+    return w.detach()
+
+
+def _adam_variant(
+    *, root=True, corrected=True, eps_at="outside", first_t=1, sign=-1, betas="right", keep=True
+):
+    """Adam with one thing changed: the mistakes of exercise 6.4 (Kingma & Ba 2015, Algorithm 1)."""
+
+    def run(w, grads, lr, beta1, beta2, eps):
+        if betas == "swapped":
+            beta1, beta2 = beta2, beta1
+        w, m, v = w.clone(), torch.zeros_like(w), torch.zeros_like(w)
+        for t, g in enumerate(grads, start=first_t):
+            if not keep:  # the running means start afresh at every step
+                m, v = torch.zeros_like(w), torch.zeros_like(w)
+            m = beta1 * m + (1 - beta1) * g
+            v = beta2 * v + (1 - beta2) * g**2
+            m_hat = m / (1 - beta1**t) if corrected else m
+            v_hat = v / (1 - beta2**t) if corrected else v
+            scale = v_hat.sqrt() if root else v_hat
+            denom = (v_hat + eps).sqrt() if eps_at == "inside" else scale + eps
+            w = w + sign * lr * m_hat / denom
+        return w
+
+    return run
+
+
+def _adam_cases() -> list[Case]:
+    gen = torch.Generator().manual_seed(64)
+
+    def grads(n: int, *shape: int, spread: float = 0.0) -> list[torch.Tensor]:
+        return [
+            torch.randn(*shape, generator=gen) * 10.0 ** (spread * (2 * k / max(n - 1, 1) - 1))
+            for k in range(n)
+        ]
+
+    return [
+        Case("one parameter, one step", (torch.tensor([0.5]), [torch.tensor([2.0])], 0.1, 0.9, 0.999, 1e-8)),
+        Case("4 parameters, 3 steps", (torch.randn(4, generator=gen), grads(3, 4), 0.01, 0.9, 0.999, 1e-8)),
+        Case(
+            "(2, 3) parameters, 5 steps, gradients from 0.001 to 1000 in size",
+            (torch.randn(2, 3, generator=gen), grads(5, 2, 3, spread=3.0), 0.05, 0.9, 0.999, 1e-8),
+        ),
+        Case(
+            "beta1=0.5, beta2=0.9, eps=0.1, 4 steps",
+            (torch.randn(3, generator=gen), grads(4, 3), 0.1, 0.5, 0.9, 0.1),
+        ),
+    ]
+
+
+def adam_steps(student_fn: Callable[..., Any]) -> Verdict:
+    """Exercise 6.4: ``student_fn(w, grads, lr, beta1, beta2, eps) -> w_new``.
+
+    ``w`` a tensor of parameters (any shape), ``grads`` a list of gradients of the same shape,
+    one per step; starting from ``m = v = 0``, apply Adam's update for ``t = 1, 2, ...`` and
+    return the parameters after the last step: what ``torch.optim.Adam`` computes.
+    """
+    mistakes = [
+        Mistake(
+            "divide by the SQUARE ROOT of v_hat (Algorithm 1): v_hat has the units of a squared gradient, "
+            "and only its square root makes the step independent of the gradient's size",
+            _adam_variant(root=False),
+        ),
+        Mistake(
+            "m and v start at zero, so in the first steps they are too small: divide them by "
+            "1 - beta1**t and 1 - beta2**t before the update",
+            _adam_variant(corrected=False),
+        ),
+        Mistake(
+            "t counts the steps from 1: with t = 0 the correction 1 - beta**t is 0",
+            _adam_variant(first_t=0),
+        ),
+        Mistake(
+            "eps is added after the square root: sqrt(v_hat) + eps, not sqrt(v_hat + eps)",
+            _adam_variant(eps_at="inside"),
+        ),
+        Mistake(
+            "the step goes AGAINST the gradient: w - lr * m_hat / (sqrt(v_hat) + eps)",
+            _adam_variant(sign=+1),
+        ),
+        Mistake(
+            "beta1 belongs to the running mean of the gradient (m), beta2 to that of its square (v)",
+            _adam_variant(betas="swapped"),
+        ),
+        Mistake(
+            "m and v are running means over all the steps so far: set them to zero once, before the "
+            "first step, and keep them from one step to the next",
+            _adam_variant(keep=False),
+        ),
+    ]
+    return run_check(
+        "Exercise 6.4 — Adam, step by step", student_fn, _reference_adam, _adam_cases(), mistakes
     )

@@ -1,9 +1,10 @@
 """Exercise checks for notebook 11 (the full Transformer); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``L`` layers, ``H`` heads, ``K`` beams, ``V`` vocabulary.
+Shapes: ``B`` batch, ``T`` target length, ``L`` layers, ``H`` heads, ``K`` beams, ``V`` vocabulary.
 
 The references are attnlib's own code: ``Transformer.attention_weights``,
-``Transformer.greedy_decode`` and ``Transformer.beam_search``. One step of beam search is inlined
+``Transformer.greedy_decode`` and ``Transformer.beam_search``; for label smoothing, PyTorch's
+``F.cross_entropy(..., label_smoothing=eps, ignore_index=pad_id)``. One step of beam search is inlined
 in :func:`attnlib.decoding.beam_search` rather than a function, so :func:`_reference_beam_step`
 repeats those three lines; tests/test_checks_transformer.py checks it against an exhaustive search.
 Inputs come from local ``torch.Generator`` s and models are built inside
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from .. import Transformer
 from .._deprecated import moved_names
@@ -34,21 +36,20 @@ from ._core import (
     predictions_not_yet,
     run_check,
     seeded,
+    slips,
     whole_number,
 )
 
-__all__ = ["attention_map_count", "beam_step", "greedy_vs_beam"]
+__all__ = ["attention_map_count", "beam_step", "greedy_vs_beam", "label_smoothed_loss"]
 
 #: The names of notebook 10's checks that moved to attnlib.check.transformer_blocks in 0.2.0.
 _NOTEBOOK_10 = (
     "LAYER_ARGS",
     "SHUFFLE_ANSWERS",
-    "decoder_self_mask",
     "encoder_layer",
     "halves_encoding",
     "rms_norm",
     "shift_matrix",
-    "shuffled_tokens",
 )
 __getattr__ = moved_names(__name__, dict.fromkeys(_NOTEBOOK_10, "attnlib.check.transformer_blocks"))
 
@@ -284,3 +285,169 @@ def greedy_vs_beam(greedy_output: Any, beam_output: Any) -> Verdict:
 def _sequence_probability(letters: str) -> float:
     tokens = ["<sos>", *letters, "<eos>"]
     return math.prod(NEXT_TOKEN[a][b] for a, b in itertools.pairwise(tokens))
+
+
+# ----------------------------------------------------------------------------- label smoothing
+
+
+def _reference_smoothed_loss(
+    logits: torch.Tensor, target: torch.Tensor, eps: float, pad_id: int
+) -> torch.Tensor:
+    v = logits.shape[-1]
+    flat_logits, flat_target = logits.reshape(-1, v), target.reshape(-1)  # (B*T, V), (B*T,)
+    return F.cross_entropy(flat_logits, flat_target, label_smoothing=eps, ignore_index=pad_id)
+
+
+def _smoothed_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    eps: float,
+    pad_id: int,
+    *,
+    spread_over_others: bool = False,
+    weight_target: bool = True,
+    ignore_pad: bool = True,
+    divide_by_all: bool = False,
+    per_sequence: bool = False,
+    log_of_softmax: bool = False,
+    naive_exp: bool = False,
+    sum_over_classes: bool = False,
+) -> torch.Tensor:
+    """Label-smoothed cross-entropy with one knob per typical slip (all off: the right answer)."""
+    v = logits.shape[-1]
+    if naive_exp:  # exp of a large logit overflows to inf, and inf / inf is nan
+        log_probs = torch.log(logits.exp() / logits.exp().sum(dim=-1, keepdim=True))
+    elif log_of_softmax:  # a probability that underflows to 0 has log -inf
+        log_probs = torch.log(torch.softmax(logits, dim=-1))
+    else:
+        log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, V)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T): -log p(target)
+    # eps/V on every class, the target included; the slip puts eps/(V-1) on each class but the target
+    total = -log_probs.sum(dim=-1)  # (B, T)
+    uniform = total / v
+    if spread_over_others:
+        uniform = (total - nll) / (v - 1)
+    if sum_over_classes:  # eps on every class instead of eps/V
+        uniform = total
+    loss = ((1 - eps) if weight_target else 1.0) * nll + eps * uniform  # (B, T)
+    keep = target != pad_id  # (B, T)
+    if not ignore_pad:
+        return loss.mean()
+    if divide_by_all:
+        return (loss * keep).sum() / keep.numel()
+    if per_sequence:
+        return ((loss * keep).sum(dim=1) / keep.sum(dim=1)).mean()
+    return loss[keep].mean()
+
+
+def _smoothing_case(
+    name: str,
+    b: int,
+    t: int,
+    v: int,
+    lengths: list[int],
+    eps: float,
+    pad_id: int,
+    seed: int,
+    scale: float = 2.0,
+) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(b, t, v, generator=gen) * scale  # (B, T, V)
+    words = [i for i in range(v) if i != pad_id]
+    target = torch.tensor(words)[torch.randint(len(words), (b, t), generator=gen)]  # (B, T), no pad yet
+    for row, n in enumerate(lengths):
+        target[row, n:] = pad_id  # padding after each sequence's end
+    return Case(name, (logits, target, eps, pad_id))
+
+
+def _number_as_tensor(student_fn: Any) -> Any:
+    """``student_fn`` with a Python number result turned into a 0-dim tensor: the statement asks for
+    "one number", so ``loss.item()`` is as right as ``loss``."""
+    if not callable(student_fn):
+        return student_fn  # run_check reports it
+
+    def student(*args: Any) -> Any:
+        got = student_fn(*args)
+        if isinstance(got, (int, float)) and not isinstance(got, bool):
+            return torch.tensor(float(got), dtype=torch.float64)  # () like F.cross_entropy's mean
+        return got
+
+    return student
+
+
+def label_smoothed_loss(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 11.4: ``student_fn(logits, target, eps, pad_id)``, the label-smoothed cross-entropy of
+    ``logits`` ``(B, T, V)`` against ``target`` ``(B, T)``, averaged over the positions whose target
+    is not ``pad_id``; it must equal
+    ``F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), label_smoothing=eps, ignore_index=pad_id)``.
+    """
+    cases = [
+        _smoothing_case("B=1, T=4, V=5, no padding, eps=0.1", 1, 4, 5, [4], 0.1, 0, seed=111),
+        _smoothing_case(
+            "B=2, T=5, V=6, the second target padded after 2 tokens", 2, 5, 6, [5, 2], 0.1, 0, seed=112
+        ),
+        _smoothing_case(
+            "B=3, T=6, V=7, pad_id=3, eps=0.25, three lengths", 3, 6, 7, [6, 1, 4], 0.25, 3, seed=113
+        ),
+        _smoothing_case(
+            "logits in the hundreds (exp overflows)", 2, 4, 6, [4, 3], 0.1, 0, seed=114, scale=100.0
+        ),
+    ]
+    mistakes = slips(
+        _smoothed_loss,
+        [
+            (
+                "PyTorch spreads eps uniformly over all V classes, the target included: the target gets "
+                "1 - eps + eps/V and every other class eps/V (you spread eps over the V - 1 other classes)",
+                {"spread_over_others": True},
+            ),
+            (
+                "the smoothed target is (1 - eps) * one-hot + eps/V on every class: weight the target's "
+                "-log p by 1 - eps",
+                {"weight_target": False},
+            ),
+            (
+                "positions whose target is pad_id must not count: leave them out of the sum and out of the "
+                "count (`keep = target != pad_id`)",
+                {"ignore_pad": False},
+            ),
+            (
+                "you left the padding out of the sum but not out of the count: divide by the number of "
+                "non-padding positions (`keep.sum()`), not by B * T",
+                {"divide_by_all": True},
+            ),
+            (
+                "average over all non-padding tokens of the batch at once, not per sequence and then over "
+                "the sequences: F.cross_entropy's mean weights every token the same, whatever its sequence's "
+                "length",
+                {"per_sequence": True},
+            ),
+            (
+                "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: log(softmax(x)) gives "
+                "log(0) = -inf once a probability underflows to 0",
+                {"log_of_softmax": True},
+            ),
+            (
+                "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: exp of a large logit "
+                "overflows to inf (and inf / inf is nan); log_softmax subtracts the largest logit first",
+                {"naive_exp": True},
+            ),
+            (
+                "the uniform part puts eps/V on each class: average -log p over the V classes "
+                "(`.mean(dim=-1)`), do not sum it",
+                {"sum_over_classes": True},
+            ),
+        ],
+    )
+    plain = Mistake(
+        "with eps > 0 the target is not one-hot: weight the target's -log p by 1 - eps and add eps times "
+        "the mean of -log p over all V classes (this is plain cross-entropy)",
+        lambda logits, target, eps, pad_id: _smoothed_loss(logits, target, 0.0, pad_id),
+    )
+    return run_check(
+        "Exercise 11.4 — label-smoothed cross-entropy",
+        _number_as_tensor(student_fn),
+        _reference_smoothed_loss,
+        cases,
+        [*mistakes, plain],
+    )

@@ -1,21 +1,24 @@
 """Exercise checks for notebook 10 (the Transformer's building blocks); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``T`` positions, ``Tt`` target length, ``D`` model width, ``H`` heads,
-``F`` feed-forward width.
+Shapes: ``B`` batch, ``T`` positions, ``Ts``/``Tt`` source/target length, ``D`` model width,
+``H`` heads, ``F`` feed-forward width.
 
 The references are attnlib's own code or PyTorch's: the angle-addition formulas for the shift
 matrix of the sinusoidal encoding (tests check it against the table),
-``torch.nn.functional.rms_norm``, ``Transformer.generate_mask`` and
-:class:`attnlib.blocks.EncoderLayer`, whose weights the student's layer receives (the module
-exercise runs on the framework of :mod:`attnlib.check._modules`). Inputs come from local
-``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded` (or on the
-meta device), so a check never moves the global seed.
+``torch.nn.functional.rms_norm``, the source mask of ``Transformer.generate_mask``, runs of an
+untrained :class:`attnlib.blocks.DecoderLayer` for the shuffle prediction, and
+:class:`attnlib.blocks.EncoderLayer` (pre-LN) and :class:`attnlib.blocks.DecoderLayer` (post-LN),
+whose weights the student's layers receive (the two module exercises run on the framework of
+:mod:`attnlib.check._modules`). Inputs come from local ``torch.Generator`` s and modules are built
+inside :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -23,16 +26,15 @@ from typing import Any
 import torch
 
 from .. import (
+    DecoderLayer,
     EncoderLayer,
     FeedForward,
     LayerNorm,
     MultiHeadAttention,
-    Transformer,
     causal_mask,
     combine_masks,
     length_mask,
     padding_mask,
-    sinusoidal_encoding,
 )
 from ._core import (
     FAIL,
@@ -47,10 +49,18 @@ from ._core import (
     run_check,
     seeded,
     slips,
+    whole_number,
 )
 from ._modules import UnfitError, build, class_problem, dropout_still_on
 
-__all__ = ["decoder_self_mask", "encoder_layer", "rms_norm", "shift_matrix", "shuffled_tokens"]
+__all__ = [
+    "cross_attention_mask",
+    "decoder_layer",
+    "decoder_shuffle",
+    "encoder_layer",
+    "rms_norm",
+    "shift_matrix",
+]
 
 
 def _shift(k, dim, *, paired=False, sign=1.0, pair_exponent=2.0, unit_speed=False, one_step=False):
@@ -218,84 +228,82 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     return run_check("Exercise 10.2 — RMSNorm", student_fn, _reference_rms_norm, cases, mistakes)
 
 
-def _reference_decoder_mask(tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
-    # The target mask the Transformer builds for its decoder's self-attention (padding & causal).
-    vocab = max(int(tgt.max()), pad_id, 2) + 1
-    with torch.device("meta"):  # masks need no weights: nothing is allocated, no seed is used
-        model = Transformer(
-            vocab, vocab, dim=2, n_heads=1, n_layers=1, hidden_dim=1, max_seq_len=64, pad_id=pad_id
-        )
-    return model.generate_mask(tgt, tgt)[1]  # (B, 1, Tt, Tt)
+def _reference_cross_mask(src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
+    # The source mask that Transformer.generate_mask builds (the tests check that it is the same),
+    # one row per target query.
+    src_mask = padding_mask(src, pad_id)  # (B, 1, 1, Ts)
+    return src_mask.expand(src.shape[0], 1, tgt.shape[1], src.shape[1])  # (B, 1, Tt, Ts)
 
 
-def _keys(tgt, pad_id):
-    return padding_mask(tgt, pad_id)  # (B, 1, 1, Tt): True for real keys
+def _real_source_keys(src, tgt, pad_id):
+    return padding_mask(src, pad_id)  # (B, 1, 1, Ts): True for real source tokens
 
 
-def _future(tgt):
-    return causal_mask(tgt.shape[1])[None, None]  # (1, 1, Tt, Tt)
+def cross_attention_mask(student_fn: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 10.3: ``student_fn(src, tgt, pad_id) -> (B, 1, Tt, Ts)`` bool, True = may attend.
 
-
-def _full_and_as_is(hint: str, wrong: Callable[..., torch.Tensor]) -> list[Mistake]:
-    """The slip ``wrong`` as the student may return it: broadcast to (B, 1, Tt, Tt), or as it is."""
-
-    def full(t: torch.Tensor, p: int) -> torch.Tensor:
-        return wrong(t, p).expand(t.shape[0], 1, t.shape[1], t.shape[1])
-
-    return [Mistake(hint, full), Mistake(hint, wrong)]
-
-
-def decoder_self_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
-    """Exercise 10.3: ``student_fn(tgt, pad_id) -> (B, 1, Tt, Tt)`` bool, True = may attend.
-
-    The mask of the decoder's self-attention: target position ``i`` may attend to position
-    ``j`` when ``j <= i`` (causal) and ``tgt[b, j]`` is not padding. As
-    ``Transformer.generate_mask`` builds it.
+    The mask of the decoder's cross-attention: queries are the target positions (rows), keys the
+    source tokens (columns); target position ``i`` may attend to source token ``j`` when
+    ``src[b, j]`` is not padding, whatever ``i`` is. As ``Transformer.generate_mask`` builds the
+    source mask, expanded to one row per target position.
     """
     cases = [
-        Case("one target, no padding, Tt=4", (torch.tensor([[1, 5, 6, 7]]), 0)),
-        Case("two targets, the second padded", (torch.tensor([[1, 5, 6, 7, 8], [1, 9, 4, 0, 0]]), 0)),
-        Case("pad_id=7", (torch.tensor([[1, 3, 4, 5, 7], [1, 3, 7, 7, 7], [1, 4, 4, 6, 2]]), 7)),
-        Case("Tt=1: only <sos>", (torch.tensor([[1], [1]]), 0)),
+        Case(
+            "one pair, no padding, Ts=4, Tt=3", (torch.tensor([[3, 4, 5, 2]]), torch.tensor([[1, 6, 7]]), 0)
+        ),
+        Case(
+            "two pairs, the second source and target padded, Ts=5, Tt=4",
+            (torch.tensor([[3, 4, 5, 6, 2], [3, 5, 2, 0, 0]]), torch.tensor([[1, 6, 7, 8], [1, 8, 0, 0]]), 0),
+        ),
+        Case(
+            "pad_id=7, three pairs, Ts=3, Tt=5",
+            (torch.tensor([[3, 4, 2], [3, 2, 7], [2, 7, 7]]), torch.tensor([[1, 5, 6, 4, 2]] * 3), 7),
+        ),
+        Case(
+            "Ts=Tt=4, padding in both",
+            (torch.tensor([[3, 4, 2, 0], [3, 5, 6, 2]]), torch.tensor([[1, 6, 7, 8], [1, 6, 0, 0]]), 0),
+        ),
     ]
+
     mistakes = [
         Mistake(
-            "the mask is inverted: in attnlib True means *may attend*: True on and below the diagonal "
-            "(tril), False for padded keys",
-            lambda t, p: ~_reference_decoder_mask(t, p),
-        ),
-        *_full_and_as_is(
-            "padded keys must be hidden too: combine the causal mask with the padding mask "
-            "`(tgt != pad_id)[:, None, None, :]` using &",
-            lambda t, p: _future(t),
-        ),
-        *_full_and_as_is(
-            "the decoder must not look ahead: the causal mask (lower triangle) must hold too; combine "
-            "the two with & (a key is visible only if it is real AND not in the future)",
-            _keys,
+            "the mask is inverted: in attnlib True means *may attend*: True for real source tokens, "
+            "False for source <pad>",
+            lambda s, t, p: ~_reference_cross_mask(s, t, p),
         ),
         Mistake(
-            "the causal part must be the *lower* triangle: query i (row i) sees keys 0..i",
-            lambda t, p: _keys(t, p) & _future(t).transpose(-2, -1),
+            "that mask broadcasts, but the exercise asks for the full grid, one row per target "
+            "position: (B, 1, Tt, Ts), e.g. with .expand(-1, -1, Tt, -1)",
+            _real_source_keys,
         ),
         Mistake(
-            "padding hides *keys* (the columns, last axis): `(tgt != pad_id)[:, None, None, :]`; you "
-            "hid the padded query rows. (With right padding the real tokens' outputs come out the same, "
-            "but the mask is not the Transformer's.)",
-            lambda t, p: (t != p)[:, None, :, None] & _future(t),
+            "cross-attention is not causal: the source is known in full, so every target position may "
+            "look at every real source token; only the decoder's *self*-attention hides the future",
+            lambda s, t, p: _reference_cross_mask(s, t, p) & torch.ones(t.shape[1], s.shape[1]).bool().tril(),
         ),
         Mistake(
-            "keep an axis for the heads: (B, 1, Tt, Tt), so that it broadcasts over (B, H, Tt, Tt) scores",
-            lambda t, p: _reference_decoder_mask(t, p)[:, 0],
+            "the keys are the *source* tokens: take the padding from src, not from tgt",
+            lambda s, t, p: padding_mask(t, p).expand(t.shape[0], 1, t.shape[1], t.shape[1]),
         ),
-        as_numbers(_reference_decoder_mask),
+        Mistake(
+            "rows are the queries (target positions) and columns the keys (source tokens): "
+            "(B, 1, Tt, Ts); yours is the other way round",
+            lambda s, t, p: (s != p)[:, None, :, None].expand(s.shape[0], 1, s.shape[1], t.shape[1]),
+        ),
+        Mistake(
+            "padding hides *keys* (the columns): a padded target row may still attend to the real "
+            "source tokens (its output is never used, the loss ignores it); you hid the padded target "
+            "rows as well",
+            lambda s, t, p: (t != p)[:, None, :, None] & (s != p)[:, None, None, :],
+        ),
+        Mistake(
+            "keep an axis for the heads: (B, 1, Tt, Ts), so that it broadcasts over (B, H, Tt, Ts) scores",
+            lambda s, t, p: _reference_cross_mask(s, t, p)[:, 0],
+        ),
+        as_numbers(_reference_cross_mask),
     ]
     return run_check(
-        "Exercise 10.3 — the decoder's self-attention mask",
-        student_fn,
-        _reference_decoder_mask,
-        cases,
-        mistakes,
+        "Exercise 10.3 — the cross-attention mask", student_fn, _reference_cross_mask, cases, mistakes
     )
 
 
@@ -306,11 +314,11 @@ _LAYER_SIGNATURE = "(dim, n_heads, hidden_dim, dropout=0.1)"
 
 @functools.lru_cache(maxsize=4)
 def _reference_layer(dim: int, n_heads: int, hidden_dim: int, dropout: float) -> EncoderLayer:
-    """attnlib's post-LN encoder layer in eval mode, each norm with its own non-trivial scale and
+    """attnlib's pre-LN encoder layer in eval mode, each norm with its own non-trivial scale and
     shift (so that a norm in the wrong place, or one norm used twice, shows in the output).
     Cached: every case and every typical mistake reads the same weights, and nothing writes them."""
     with seeded(dim + n_heads + hidden_dim):
-        layer = EncoderLayer(dim, n_heads, hidden_dim, dropout)
+        layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
     gen = torch.Generator().manual_seed(7 * dim + n_heads)
     with torch.no_grad():
         for norm in (layer.attention_norm, layer.ffn_norm):
@@ -363,8 +371,9 @@ def _parts(
         )
     if len(norms) != 2:
         raise UnfitError(
-            f"found {len(norms)} LayerNorm modules; a post-LN encoder layer normalises after each of its "
-            "two sublayers, each norm with its own scale and shift: two blocks.LayerNorm(dim)"
+            f"found {len(norms)} LayerNorm modules; a pre-LN encoder layer normalises the input of each of "
+            "its two sublayers, each norm with its own scale and shift: two blocks.LayerNorm(dim) (the final "
+            "LayerNorm of a pre-LN model belongs to the stack, after its last layer, not to each layer)"
         )
     (attention,), (ffn,) = attentions, ffns
     if attention.num_heads != n_heads:
@@ -444,7 +453,7 @@ def _run_reference(args, x, mask):
 
 
 def _layer_mistake(kind: str) -> Callable[..., torch.Tensor]:
-    """What a post-LN encoder layer with one typical slip returns, with the reference's weights."""
+    """What a pre-LN encoder layer with one typical slip returns, with the reference's weights."""
 
     def wrong(args, x, mask):
         ref = _reference_layer(*args)
@@ -454,54 +463,50 @@ def _layer_mistake(kind: str) -> Callable[..., torch.Tensor]:
             return ref.attention(h, mask=mask)
 
         with torch.no_grad():
-            if kind == "pre-LN":
-                h = x + att(n1(x))
-                return h + ff(n2(h))
-            if kind == "norm then add":
-                h = n1(att(x)) + x
-                return n2(ff(h)) + h
-            if kind == "no residual":
-                h = n1(att(x))
-                return n2(ff(h))
-            if kind == "no attention residual":
-                h = n1(att(x))
+            if kind == "post-LN":
+                h = n1(x + att(x))
                 return n2(h + ff(h))
+            if kind == "norm after the sublayer":
+                h = x + n1(att(x))
+                return h + n2(ff(h))
+            if kind == "normalised residual":
+                h = n1(x) + att(n1(x))
+                return n2(h) + ff(n2(h))
+            if kind == "no residual":
+                return ff(n2(att(n1(x))))
+            if kind == "no attention residual":
+                h = att(n1(x))
+                return h + ff(n2(h))
             if kind == "no feed-forward residual":
-                h = n1(x + att(x))
-                return n2(ff(h))
+                return ff(n2(x + att(n1(x))))
             if kind == "residual from the layer input":
-                h = n1(x + att(x))
-                return n2(x + ff(h))
+                h = x + att(n1(x))
+                return x + ff(n2(h))
             if kind == "mask ignored":
                 return ref(x, None)
             if kind == "causal":
                 return ref(x, combine_masks(mask, causal_mask(x.shape[1])))
-            if kind in ("one norm, at the end", "the first norm, at the end"):
-                h = x + att(x)
-                return (n2 if kind == "one norm, at the end" else n1)(h + ff(h))
-            if kind == "one norm, after attention":
-                h = n1(x + att(x))
-                return h + ff(h)
             if kind == "one norm for both":
-                h = n1(x + att(x))
-                return n1(h + ff(h))
+                h = x + att(n1(x))
+                return h + ff(n1(h))
             if kind == "feed-forward first":
-                h = n1(x + ff(x))
-                return n2(h + att(h))
+                h = x + ff(n1(x))
+                return h + att(n2(h))
         raise AssertionError(kind)
 
     return wrong
 
 
 def encoder_layer(student_cls: Any) -> Verdict:
-    """Exercise 10.4: ``student_cls`` a post-LN encoder layer class, built as
+    """Exercise 10.4: ``student_cls`` a pre-LN encoder layer class, built as
     ``student_cls(dim, n_heads, hidden_dim, dropout)`` from attnlib's ``MultiHeadAttention``,
     ``FeedForward`` and two ``LayerNorm`` s, called as ``layer(x, mask)``.
 
     The check gives the student's sublayers the weights of an :class:`attnlib.blocks.EncoderLayer`
-    (the norms in the order the student's forward uses them) and compares the two in eval mode.
+    with ``norm_first=True`` (the norms in the order the student's forward uses them) and compares
+    the two in eval mode.
     """
-    title = "Exercise 10.4 — an encoder layer, whole"
+    title = "Exercise 10.4 — a pre-LN encoder layer, whole"
     problem = class_problem(
         title,
         student_cls,
@@ -545,26 +550,21 @@ def encoder_layer(student_cls: Any) -> Verdict:
             "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`",
         )
     hints = {
-        "pre-LN": "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after the "
-        "residual addition: norm(x + sublayer(x))",
-        "norm then add": "add the residual *before* the norm: norm(x + sublayer(x)); you normalised the "
-        "sublayer's output and added x after it",
-        "no residual": "each sublayer needs its residual connection: norm(x + sublayer(x)), not "
-        "norm(sublayer(x))",
-        "no attention residual": "the attention sublayer lost its residual: norm(x + attention(x))",
-        "no feed-forward residual": "the feed-forward sublayer lost its residual: norm(h + feed_forward(h)), "
-        "h the attention sublayer's output",
+        "post-LN": "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN "
+        "normalises the sublayer's *input* and adds the raw x: x + sublayer(norm(x))",
+        "norm after the sublayer": "normalise the sublayer's *input*, not its output: x + sublayer(norm(x))",
+        "normalised residual": "the residual path stays un-normalised: add x itself, "
+        "x + sublayer(norm(x)), not norm(x) + sublayer(norm(x))",
+        "no residual": "each sublayer needs its residual connection: x + sublayer(norm(x)), not "
+        "sublayer(norm(x))",
+        "no attention residual": "the attention sublayer lost its residual: h = x + attention(norm1(x))",
+        "no feed-forward residual": "the feed-forward sublayer lost its residual: "
+        "h + feed_forward(norm2(h)), h the attention sublayer's output",
         "residual from the layer input": "each residual adds the input *of its own sublayer*: the "
         "feed-forward's is h, the attention sublayer's output, not the layer's input x",
-        "mask ignored": "the padding mask is ignored: pass it to the attention, attention(x, mask=mask), so "
+        "mask ignored": "the padding mask is ignored: pass it to the attention, attention(h, mask=mask), so "
         "that no token attends to <pad>",
         "causal": "an encoder sees the whole source: build its MultiHeadAttention with causal=False",
-        "one norm, at the end": "normalise after *each* sublayer: norm1(x + attention(x)), then "
-        "norm2(h + feed_forward(h)); you normalised only once, at the end",
-        "the first norm, at the end": "normalise after *each* sublayer: norm1(x + attention(x)), then "
-        "norm2(h + feed_forward(h)); you normalised only once, at the end",
-        "one norm, after attention": "normalise after *each* sublayer: the feed-forward's output needs "
-        "norm2(h + feed_forward(h)) too",
         "one norm for both": "each sublayer has its own LayerNorm (its own scale and shift): you used the "
         "first one twice",
         "feed-forward first": "self-attention comes first (tokens exchange information), then the "
@@ -594,57 +594,461 @@ def _dropout_in_eval(cls: type, case: Case) -> bool:
 
 SHUFFLE_ANSWERS = ("unchanged", "permuted", "changed")
 
-
-def _shuffle_outcome(with_positions: bool) -> str:
-    """Run the experiment of exercise 10.5: shuffle five tokens and compare an encoder layer's outputs."""
-    dim, t = 16, 5
-    with seeded(0):
-        layer = EncoderLayer(dim, 2, 32, dropout=0.0).eval()
-        embedding = torch.nn.Embedding(10, dim)
-    tokens = torch.tensor([[3, 4, 5, 6, 7]])  # (1, T)
-    perm = torch.tensor([2, 0, 4, 1, 3])  # a shuffled order
-    positions = sinusoidal_encoding(t, dim) if with_positions else torch.zeros(t, dim)  # (T, D)
-    with torch.no_grad():
-        out = layer(embedding(tokens) * math.sqrt(dim) + positions)  # (1, T, D)
-        out_shuffled = layer(embedding(tokens[:, perm]) * math.sqrt(dim) + positions)
-    if torch.allclose(out_shuffled, out, atol=1e-5):
-        return "unchanged"
-    if torch.allclose(out_shuffled, out[:, perm], atol=1e-5):
-        return "permuted"
-    return "changed"
+#: Exercise 10.5's experiment: four target tokens, five memory vectors, this shuffle of each.
+TARGET_ORDER, MEMORY_ORDER = (2, 0, 3, 1), (3, 0, 4, 2, 1)
 
 
-def shuffled_tokens(without_positions: Any, with_positions: Any) -> Verdict:
-    """Exercise 10.5 (prediction): shuffle the tokens of a sentence and run an encoder layer; are
-    its outputs ``"unchanged"``, ``"permuted"`` (the same vectors in the shuffled order) or
-    ``"changed"`` (other vectors), without and with the positional encoding?
+@functools.lru_cache(maxsize=1)
+def _decoder_experiment() -> tuple[Any, ...]:
+    """The runs of exercise 10.5: an untrained decoder layer in eval mode, no positional encoding.
+
+    Returns the outcome of shuffling the target tokens, of shuffling the memory's rows, and the
+    number of the 24 orders of the four target tokens that only move the outputs with the tokens.
     """
-    title = "Exercise 10.5 — shuffle the tokens"
-    if without_positions is ... or with_positions is ...:
+    dim = 16
+    with seeded(0):
+        layer = DecoderLayer(dim, 2, 32, dropout=0.0).eval()
+        embedding = torch.nn.Embedding(10, dim)
+    gen = torch.Generator().manual_seed(5)
+    memory = torch.randn(1, 5, dim, generator=gen)  # (1, Ts, D): an encoder's output
+    tokens = torch.tensor([[3, 4, 5, 6]])  # (1, Tt): distinct target tokens
+
+    def run(order, memory_order=range(5)):
+        with torch.no_grad():
+            x = embedding(tokens[:, list(order)]) * math.sqrt(dim)  # (1, Tt, D), no PE
+            return layer(x, memory[:, list(memory_order)])  # (1, Tt, D)
+
+    out = run(range(4))
+
+    def outcome(new, order):
+        if torch.allclose(new, out, atol=1e-5):
+            return "unchanged"
+        return "permuted" if torch.allclose(new, out[:, list(order)], atol=1e-5) else "changed"
+
+    # an order commutes when the outputs move with the tokens (the identity too: nothing moves)
+    commuting = sum(
+        torch.allclose(run(p), out[:, list(p)], atol=1e-5) for p in itertools.permutations(range(4))
+    )
+    return outcome(run(TARGET_ORDER), TARGET_ORDER), outcome(run(range(4), MEMORY_ORDER), range(4)), commuting
+
+
+def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_commute: Any) -> Verdict:
+    """Exercise 10.5 (prediction): shuffle the target tokens, or the memory's rows, of a decoder
+    layer without positional encoding; are its outputs ``"unchanged"``, ``"permuted"`` (the same
+    vectors, moved with their tokens) or ``"changed"``? And how many of the 24 orders of four
+    distinct target tokens give ``"permuted"``?
+    """
+    title = "Exercise 10.5 — shuffle a decoder layer's inputs"
+    if ... in (target_shuffled, memory_shuffled, orders_that_commute):
         return predictions_not_yet(title)
     words = ", ".join(repr(a) for a in SHUFFLE_ANSWERS)
-    answers = [a.strip().lower() if isinstance(a, str) else a for a in (without_positions, with_positions)]
+    answers = [a.strip().lower() if isinstance(a, str) else a for a in (target_shuffled, memory_shuffled)]
     unknown = [a for a in answers if a not in SHUFFLE_ANSWERS]
     if unknown:
-        return Verdict(False, f"{FAIL} {title}: answer each with one of {words}; got {unknown[0]!r}.")
-    equivariant = (
-        "without positions nothing in the layer knows where a token sits: its attention weights come "
-        "from contents alone (a sum over keys does not care in which order they come), and the "
-        "feed-forward block and LayerNorm treat each token on its own; so each token gets the very output "
-        "it had before, now in its new place"
+        return Verdict(
+            False, f"{FAIL} {title}: answer the first two with one of {words}; got {unknown[0]!r}."
+        )
+    count = whole_number(orders_that_commute)
+    if count is None or not 0 <= count <= 24:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: answer the third with a whole number from 0 to 24; "
+            f"got {_describe(orders_that_commute)}.",
+        )
+    target, memory, commuting = _decoder_experiment()
+    slots = (
+        "the causal mask belongs to the slots, not to the tokens: after the shuffle the token in slot t "
+        "sees the tokens that now sit in slots 0..t, another set than it saw before, so its output is new"
     )
-    moved = (
-        "the encoding added in slot t belongs to the slot, not to the token: after the shuffle a token sits "
-        "in another slot and gets another PE[t], so its input vector, and its output, are new"
+    keys_only = (
+        "the memory's rows are keys and values only: no output belongs to a memory slot, and "
+        "cross-attention sums over the keys with no mask on their order, so a reordered memory gives "
+        "the very same outputs in the very same slots"
     )
+    if count == 24:
+        prefix = "with the causal mask, not every order commutes: " + slots
+    elif count == 0:
+        prefix = "one order always commutes: leaving the tokens where they are"
+    else:
+        prefix = (
+            "a token's output depends on the set of tokens at or before its slot; for every token to "
+            "keep its set, the first slot must keep its token, then the first two slots theirs, and so "
+            "on: which orders do that?"
+        )
     parts = [
-        check_answer("without positional encoding", answers[0], _shuffle_outcome(False), equivariant),
-        check_answer("with positional encoding", answers[1], _shuffle_outcome(True), moved),
+        check_answer("shuffled target tokens", answers[0], target, slots),
+        check_answer("shuffled memory", answers[1], memory, keys_only),
+        check_answer("orders that commute", count, commuting, prefix),
     ]
     return combined(
         title,
         parts,
-        "right. Without positions an encoder layer is permutation-equivariant: shuffled tokens give the "
-        "same outputs, shuffled. With the encoding added, the same words in another order give other "
-        "outputs: the order is in the input.",
+        "right. The causal mask ties each output to the tokens at or before its slot, so a decoder "
+        "layer is not permutation-equivariant even without positions: of the 24 orders only the one "
+        "left alone commutes (the tokens being distinct). The memory's order it cannot see at all: "
+        "cross-attention reads the source as a set of vectors, and knows where a source token sat only "
+        "through what the encoder wrote into its vector (the positional encoding).",
     )
+
+
+# ----------------------------------------------------------------------------- 10.6 a decoder layer
+
+#: Exercise 10.6 builds ``MyDecoderLayer(dim, n_heads, hidden_dim, dropout)`` with these values first.
+DECODER_ARGS = (8, 2, 16, 0.1)
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_decoder(dim: int, n_heads: int, hidden_dim: int, dropout: float) -> DecoderLayer:
+    """attnlib's post-LN decoder layer in eval mode, each of its three norms with its own scale and
+    shift. Cached: every case and every typical mistake reads the same weights, and nothing writes them."""
+    with seeded(dim + n_heads + hidden_dim + 1):
+        layer = DecoderLayer(dim, n_heads, hidden_dim, dropout)
+    gen = torch.Generator().manual_seed(11 * dim + n_heads)
+    with torch.no_grad():
+        for norm in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm):
+            norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
+            norm.beta.copy_(0.5 * torch.randn(dim, generator=gen))
+    return layer.eval()
+
+
+def _decoder_case(
+    name: str, args: tuple, src_len: list[int], tgt_len: list[int], seed: int, masks: str
+) -> Case:
+    """Targets and memories of the given real lengths (random vectors at padded slots too), with
+    ``masks``: "none", "full" (source padding, target padding & causal) or "padding" (no causal part)."""
+    gen = torch.Generator().manual_seed(seed)
+    ts, tt = max(src_len), max(tgt_len)
+    x = torch.randn(len(tgt_len), tt, args[0], generator=gen) * 2  # (B, Tt, D)
+    memory = torch.randn(len(src_len), ts, args[0], generator=gen) * 2  # (B, Ts, D)
+    if masks == "none":
+        return Case(name, (args, x, memory, None, None))
+    src_mask, tgt_padding = length_mask(src_len, ts), length_mask(tgt_len, tt)  # (B, 1, 1, T)
+    tgt_mask = combine_masks(tgt_padding, causal_mask(tt)) if masks == "full" else tgt_padding
+    return Case(name, (args, x, memory, src_mask, tgt_mask))
+
+
+def _decoder_cases() -> list[Case]:
+    return [
+        _decoder_case(
+            "D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", DECODER_ARGS, [4], [3], 121, "none"
+        ),
+        _decoder_case(
+            "two pairs, both padded: src_mask and tgt_mask (padding & causal)",
+            DECODER_ARGS,
+            [5, 3],
+            [4, 2],
+            122,
+            "full",
+        ),
+        _decoder_case(
+            "D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)",
+            (12, 3, 24, 0.2),
+            [3, 6, 2],
+            [5, 5, 3],
+            123,
+            "padding",
+        ),
+        _decoder_case("masks=None, Ts=2, Tt=5", DECODER_ARGS, [2], [5], 124, "none"),
+    ]
+
+
+def _decoder_parts(layer: torch.nn.Module, args: tuple) -> tuple[list, FeedForward, list]:
+    """The student's two attentions, feed-forward and three norms, checked against what the weights need."""
+    dim, n_heads, hidden_dim, _ = args
+    found = list(layer.modules())
+    attentions = [m for m in found if isinstance(m, MultiHeadAttention)]
+    ffns = [m for m in found if isinstance(m, FeedForward)]
+    norms = [m for m in found if isinstance(m, (LayerNorm, torch.nn.LayerNorm))]
+    if len(attentions) != 2:
+        other = (
+            " (nn.MultiheadAttention is PyTorch's, not attnlib's)"
+            if any(isinstance(m, torch.nn.MultiheadAttention) for m in found)
+            else ""
+        )
+        raise UnfitError(
+            f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; a decoder layer has two, "
+            "each with its own weights: a causal self-attention and a cross-attention, "
+            "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, causal=...)"
+        )
+    if len(ffns) != 1:
+        raise UnfitError(
+            f"found {len(ffns)} attnlib FeedForward modules; a decoder layer has one: "
+            "blocks.FeedForward(dim, hidden_dim, dropout)"
+        )
+    if len(norms) != 3:
+        raise UnfitError(
+            f"found {len(norms)} LayerNorm modules; a post-LN decoder layer normalises after each of its "
+            "three sublayers, each norm with its own scale and shift: three blocks.LayerNorm(dim)"
+        )
+    for attention in attentions:
+        if attention.num_heads != n_heads:
+            raise UnfitError(
+                f"the layer was built with n_heads={n_heads}, but a MultiHeadAttention has "
+                f"num_heads={attention.num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
+                "num_heads, qkv_bias=..., causal=...)"
+            )
+        if attention.W_query.bias is None:
+            raise UnfitError(
+                "build both MultiHeadAttention modules with qkv_bias=True, as attnlib's DecoderLayer does"
+            )
+        if (attention.d_in, attention.d_out) != (dim, dim):
+            raise UnfitError(
+                f"each attention must map width dim={dim} to dim: one maps "
+                f"{attention.d_in} -> {attention.d_out}"
+            )
+    if all(a.causal for a in attentions):
+        raise UnfitError(
+            "both attentions are causal; the cross-attention must be built with causal=False: its keys "
+            "are the source, known in full (and usually of another length than the target)"
+        )
+    (ffn,) = ffns
+    if ffn.w1.weight.shape != (hidden_dim, dim):
+        raise UnfitError(
+            f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps "
+            f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
+        )
+    for norm in norms:
+        weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
+        if weight is None or weight.shape != (dim,):
+            raise UnfitError(f"each LayerNorm needs a learned scale and shift of width dim={dim}")
+    return attentions, ffn, norms
+
+
+def _first_calls(layer: torch.nn.Module, watched: list[torch.nn.Module], inputs: tuple) -> list[tuple]:
+    """``(module, args, kwargs)`` for each call of a watched module during ``layer(*inputs)``, in order."""
+    calls: list[tuple] = []
+    handles = [
+        m.register_forward_hook(lambda mod, a, kw, _out: calls.append((mod, a, kw)), with_kwargs=True)
+        for m in watched
+    ]
+    try:
+        with torch.no_grad():
+            layer(*inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls
+
+
+def _in_order(calls: list[tuple], modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    order: list[torch.nn.Module] = []
+    for m in [c[0] for c in calls] + modules:
+        if any(m is o for o in modules) and not any(m is o for o in order):
+            order.append(m)
+    return order
+
+
+def _fitted_decoder(cls: type, args: tuple, x, memory, src_mask, tgt_mask) -> torch.nn.Module:
+    """The student's decoder layer built with ``args``, holding the reference's weights, in eval mode.
+
+    The attention that receives ``memory`` gets the cross-attention's weights, the other one the
+    self-attention's; the norms get theirs in the order ``forward`` first calls them."""
+    with seeded(0):
+        layer = cls(*args)
+    attentions, ffn, norms = _decoder_parts(layer, args)
+    layer.eval()
+    calls = _first_calls(layer, [*attentions, *norms], (x, memory, src_mask, tgt_mask))
+    takes_memory = [
+        a
+        for a in attentions
+        if any(mod is a and any(v is memory for v in (*ar, *kw.values())) for mod, ar, kw in calls)
+    ]
+    if len(takes_memory) == 1:
+        cross = takes_memory[0]
+        self_attention = attentions[1] if cross is attentions[0] else attentions[0]
+    else:  # neither or both saw the memory: the first one called is the self-attention
+        self_attention, cross = _in_order(calls, attentions)
+    reference = _reference_decoder(*args)
+    with torch.no_grad():
+        self_attention.load_state_dict(reference.self_attention.state_dict())
+        cross.load_state_dict(reference.cross_attention.state_dict())
+        ffn.load_state_dict(reference.feed_forward.state_dict())
+        sources = (reference.self_attn_norm, reference.cross_attn_norm, reference.ffn_norm)
+        for norm, source in zip(_in_order(calls, norms), sources, strict=True):
+            if isinstance(norm, LayerNorm):
+                norm.load_state_dict(source.state_dict())
+            else:
+                norm.weight.copy_(source.gamma)
+                norm.bias.copy_(source.beta)
+    return layer
+
+
+@contextlib.contextmanager
+def _causal(attention: MultiHeadAttention, causal: bool):
+    """The reference's self-attention with its causal switch set to ``causal`` for a moment."""
+    before = attention.causal
+    attention.causal = causal
+    try:
+        yield attention
+    finally:
+        attention.causal = before
+
+
+def _decoder_mistake(kind: str) -> Callable[..., torch.Tensor]:
+    """What a post-LN decoder layer with one typical slip returns, with the reference's weights."""
+
+    def wrong(args, x, memory, src_mask, tgt_mask):
+        ref = _reference_decoder(*args)
+        n1, n2, n3, ff = ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm, ref.feed_forward
+
+        def sa(h, mask=tgt_mask, causal=True):
+            with _causal(ref.self_attention, causal) as attention:
+                return attention(h, mask=mask)
+
+        def ca(h, keys=memory, mask=src_mask):
+            return ref.cross_attention(h, keys, mask)
+
+        with torch.no_grad():
+            if kind == "pre-LN":
+                h = x + sa(n1(x))
+                h = h + ca(n2(h))
+                return h + ff(n3(h))
+            if kind == "pre-LN, memory normalised too":
+                h = x + sa(n1(x))
+                h = h + ca(n2(h), n2(memory))
+                return h + ff(n3(h))
+            if kind == "not causal":
+                h = n1(x + sa(x, causal=False))
+            elif kind == "tgt_mask ignored":
+                h = n1(x + sa(x, mask=None))
+            elif kind == "cross before self":
+                h = n1(x + ca(x))
+                h = n2(h + sa(h))
+                return n3(h + ff(h))
+            elif kind == "no residual":
+                h = n2(ca(n1(sa(x))))
+                return n3(ff(h))
+            elif kind == "norm then add":
+                h = n1(sa(x)) + x
+                h = n2(ca(h)) + h
+                return n3(ff(h)) + h
+            elif kind == "one norm for all":
+                h = n1(x + sa(x))
+                h = n1(h + ca(h))
+                return n1(h + ff(h))
+            else:
+                h = n1(x + sa(x))
+            if kind == "src_mask ignored":
+                h2 = n2(h + ca(h, mask=None))
+            elif kind == "cross-attention to itself":
+                h2 = n2(h + ca(h, keys=h, mask=tgt_mask))
+            elif kind == "cross-attention to itself, no mask":
+                h2 = n2(h + ca(h, keys=h, mask=None))
+            elif kind == "cross-attention from the layer input":
+                h2 = n2(h + ca(x))
+            elif kind == "residual from the layer input":
+                h2 = n2(x + ca(h))
+            elif kind == "feed-forward before cross-attention":
+                h2 = n2(h + ff(h))
+                return n3(h2 + ca(h2))
+            else:
+                h2 = n2(h + ca(h))
+            return n3(h2 + ff(h2))
+
+    return wrong
+
+
+_DECODER_HINTS = {
+    "pre-LN": "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after each "
+    "residual addition: norm(x + sublayer(x))",
+    "pre-LN, memory normalised too": "that is pre-LN (and it normalised the memory as well); the paper's "
+    "layer is post-LN: norm(x + sublayer(x)), and the memory goes into cross-attention as it is",
+    "not causal": "without a mask the self-attention must still be causal: build it with causal=True, as "
+    "attnlib's DecoderLayer does, so that a position never sees a later one whatever tgt_mask says",
+    "tgt_mask ignored": "the self-attention ignores tgt_mask: pass it on, self_attention(x, mask=tgt_mask), "
+    "so that no position attends to target <pad>",
+    "cross before self": "masked self-attention comes first (the target reads itself so far), then "
+    "cross-attention (it asks the source), then the feed-forward",
+    "no residual": "each sublayer needs its residual connection: norm(h + sublayer(h)), not "
+    "norm(sublayer(h))",
+    "norm then add": "add the residual *before* the norm: norm(h + sublayer(h)); you normalised the "
+    "sublayer's output and added h after it",
+    "one norm for all": "each sublayer has its own LayerNorm (its own scale and shift): you used the first "
+    "one three times",
+    "src_mask ignored": "the cross-attention ignores src_mask: pass it on, cross_attention(h, memory, "
+    "src_mask), so that no target position attends to source <pad>",
+    "cross-attention to itself": "the cross-attention's keys and values are the encoder's output: "
+    "cross_attention(h, memory, src_mask); you attended to the target again",
+    "cross-attention to itself, no mask": "the cross-attention's keys and values are the encoder's output: "
+    "cross_attention(h, memory, src_mask); you attended to the target again",
+    "cross-attention from the layer input": "the cross-attention's queries come from the self-attention "
+    "sublayer's output h, not from the layer's input x",
+    "residual from the layer input": "each residual adds the input *of its own sublayer*: the "
+    "cross-attention's is h, the self-attention sublayer's output, not the layer's input x",
+    "feed-forward before cross-attention": "cross-attention comes second, right after the masked "
+    "self-attention; the feed-forward is last",
+}
+
+
+def decoder_layer(student_cls: Any) -> Verdict:
+    """Exercise 10.6: ``student_cls`` a post-LN decoder layer class, built as
+    ``student_cls(dim, n_heads, hidden_dim, dropout)`` from two attnlib ``MultiHeadAttention`` s, a
+    ``FeedForward`` and three ``LayerNorm`` s, called as ``layer(x, memory, src_mask, tgt_mask)``.
+
+    The check gives the student's sublayers the weights of an :class:`attnlib.blocks.DecoderLayer`
+    (the attention that receives the memory gets the cross-attention's, the norms theirs in the order
+    the student's forward uses them) and compares the two in eval mode.
+    """
+    title = "Exercise 10.6 — a decoder layer, whole"
+    problem = class_problem(
+        title,
+        student_cls,
+        instance=f"pass the class itself, `check.decoder_layer({type(student_cls).__name__})`, "
+        "not a layer built from it: the check builds its own.",
+        not_a_module=lambda obj: f"expected a class derived from nn.Module, got {_describe(obj)}.",
+    )
+    if problem is not None:
+        return problem
+    try:
+        inspect.signature(student_cls).bind(*DECODER_ARGS)
+    except TypeError:
+        return Verdict(
+            False,
+            f"{FAIL} {title}: the check builds `{student_cls.__name__}{DECODER_ARGS}`, but your constructor "
+            f"takes `{inspect.signature(student_cls)}`; it must take the first arguments of attnlib's "
+            f"DecoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`.",
+        )
+    except ValueError:  # no signature to read: let the call below speak
+        pass
+    layer = build(
+        title,
+        student_cls,
+        f": `{student_cls.__name__}{DECODER_ARGS}`",
+        *DECODER_ARGS,
+        seed=0,
+        super_hint="call `super().__init__()` first in your `__init__`, before creating any sublayer",
+    )
+    if isinstance(layer, Verdict):
+        return layer
+    try:
+        _decoder_parts(layer, DECODER_ARGS)
+    except UnfitError as unfit:
+        return Verdict(False, f"{FAIL} {title}: {unfit}.")
+    cases = _decoder_cases()
+    args, *inputs = cases[1].args
+    try:
+        fitted = _fitted_decoder(student_cls, args, *inputs)
+    except Exception:  # run_check reports the student's error in words
+        fitted = None
+    if fitted is not None and dropout_still_on(fitted, *inputs):
+        return Verdict(
+            False,
+            f"{FAIL} {title}: in eval mode your layer gives a different output at every call: dropout is "
+            "still active.\n   hint: use nn.Dropout modules (they switch off with .eval()); "
+            "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`",
+        )
+    mistakes = [Mistake(hint, _decoder_mistake(kind)) for kind, hint in _DECODER_HINTS.items()]
+
+    def student(args, x, memory, src_mask, tgt_mask):
+        try:
+            fitted = _fitted_decoder(student_cls, args, x, memory, src_mask, tgt_mask)
+        except UnfitError as unfit:  # built differently for these arguments
+            raise ValueError(f"with arguments {args}: {unfit}") from None
+        with torch.no_grad():
+            return fitted(x, memory, src_mask, tgt_mask)
+
+    def reference(args, x, memory, src_mask, tgt_mask):
+        with torch.no_grad():
+            return _reference_decoder(*args)(x, memory, src_mask, tgt_mask)
+
+    return run_check(title, student, reference, cases, mistakes)

@@ -1,11 +1,10 @@
 """Exercise checks for notebook 14 (the vision transformer); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``C`` channels, ``Hi``/``Wi`` image side, ``P`` patch side, ``N`` patches,
-``T = N + 1`` tokens, ``L`` layers, ``H`` heads.
+Shapes: ``B`` batch, ``C`` channels, ``Hi``/``Wi`` image side, ``P`` patch side, ``G`` patches
+per side, ``N = G * G`` patches, ``T = N + 1`` tokens, ``D`` width, ``L`` layers, ``H`` heads.
 
-Images are ``torch.arange`` numbers, so a patch taken from the wrong place reads as wrong pixel
-indices. Models are built inside ``torch.random.fork_rng``, so a check never moves the
-caller's global seed.
+Models are built inside ``torch.random.fork_rng``, so a check never moves the caller's global
+seed.
 """
 
 from __future__ import annotations
@@ -13,152 +12,163 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
-from .. import VisionTransformer, attention_rollout, occlude
-from .. import patchify as reference_patchify
-from ._core import Case, Mistake, Verdict, check_answer, numbered, run_check
+from .. import VisionTransformer
+from ..blocks import sinusoidal_encoding
+from ..vit import resize_pos_embed as reference_resize_pos_embed
+from ..vit import sincos_2d_position_embedding
+from ._core import Case, Mistake, Verdict, check_answer, run_check
 
-__all__ = ["occlusion_drop", "patchify", "rollout", "vit_attention_shape"]
-
-
-def _grid_split(x: torch.Tensor, p: int) -> torch.Tensor:
-    b, c, h, w = x.shape
-    return x.reshape(b, c, h // p, p, w // p, p)  # (B, C, Gh, P, Gw, P)
+__all__ = ["mean_occlusion_drop", "resize_pos_embed", "sincos_2d", "vit_attention_shape"]
 
 
-def _patches_in_order(order: tuple[int, ...]) -> Callable[[torch.Tensor, int], torch.Tensor]:
-    """A patchify that permutes the split axes into ``order`` before flattening (a slip unless right)."""
-
-    def fn(x: torch.Tensor, p: int) -> torch.Tensor:
-        b, c, h, w = x.shape
-        return _grid_split(x, p).permute(*order).reshape(b, (h // p) * (w // p), c * p * p)
-
-    return fn
+# ---------------------------------------------------------------------------------------------
+# Exercise 14.1: 2-D sine-cosine position embeddings
+# ---------------------------------------------------------------------------------------------
 
 
-def patchify(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
-    """Exercise 14.1: ``student_fn(images, patch_size)``: ``(B, C, Hi, Wi)`` -> ``(B, N, C*P*P)``.
+def _halves(g: int, d: int, *, row_first: bool = True, width: int | None = None) -> torch.Tensor:
+    """Row and column encodings side by side; slips: columns first, or each half at width D."""
+    half = sinusoidal_encoding(g, width or d // 2)[:, : d // 2]  # (G, D/2)
+    rows, cols = half.repeat_interleave(g, dim=0), half.repeat(g, 1)  # (N, D/2) each
+    return torch.cat([rows, cols] if row_first else [cols, rows], dim=1)  # (N, D)
 
-    Patches row by row over the grid; each flattened channel first, then row, then column
-    (the order of ``F.unfold`` and of a ``Conv2d`` kernel).
+
+def _sum_of_axes(g: int, d: int) -> torch.Tensor:
+    full = sinusoidal_encoding(g, d)  # (G, D)
+    return full.repeat_interleave(g, dim=0) + full.repeat(g, 1)  # (N, D): row + column, added
+
+
+def sincos_2d(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
+    """Exercise 14.1: ``student_fn(grid_size, dim)`` -> ``(G*G, D)`` fixed 2-D position embeddings.
+
+    Patch ``k`` (row by row) sits in grid row ``k // G`` and column ``k % G``; its embedding is
+    the 1-D sinusoidal encoding (width ``D/2``) of its row followed by that of its column.
     """
     cases = [
-        Case("one 4x4 image, P=2", (numbered(1, 1, 4, 4), 2)),
-        Case("two 8x8 images, P=4", (numbered(2, 1, 8, 8), 4)),
-        Case("a 4x6 image (not square), P=2", (numbered(1, 1, 4, 6), 2)),
-        Case("three channels, 4x4, P=2", (numbered(1, 3, 4, 4), 2)),
-        Case("two channels, 6x6, P=3", (numbered(2, 2, 6, 6), 3)),
+        Case("a 2x2 grid, D=4", (2, 4)),
+        Case("a 4x4 grid, D=8", (4, 8)),
+        Case("a 3x3 grid, D=12", (3, 12)),
     ]
     mistakes = [
         Mistake(
-            "a plain reshape to (B, N, C*P*P) cuts each row of pixels into pieces, not the image into "
-            "squares: split the rows into (Gh, P) and the columns into (Gw, P), then permute",
-            lambda x, p: x.reshape(x.shape[0], -1, x.shape[1] * p * p),
+            "the row's encoding comes first and the column's second; you have them the other way round "
+            "(or numbered the patches column by column)",
+            lambda g, d: _halves(g, d, row_first=False),
         ),
         Mistake(
-            "the patches are numbered row by row over the grid: the grid row (Gh) must come before the "
-            "grid column (Gw)",
-            _patches_in_order((0, 4, 2, 1, 3, 5)),
+            "this is the 1-D encoding of the patch's number k: a 2-D embedding encodes the grid row "
+            "k // G and the grid column k % G separately, D/2 numbers each",
+            lambda g, d: sinusoidal_encoding(g * g, d),
         ),
         Mistake(
-            "inside a patch, pixels go row by row: the pixel row (the P after Gh) before the pixel column",
-            _patches_in_order((0, 2, 4, 1, 5, 3)),
+            "each half is a full sinusoidal encoding of width D/2 (its own frequencies); you cut the first "
+            "D/2 columns of a width-D encoding",
+            lambda g, d: _halves(g, d, width=d),
         ),
         Mistake(
-            "flatten each patch channel first, (C, P, P), the order of a Conv2d kernel and of F.unfold; "
-            "you put the channels last",
-            _patches_in_order((0, 2, 4, 3, 5, 1)),
+            "concatenate the row half and the column half (D/2 each), do not add two width-D encodings",
+            _sum_of_axes,
         ),
         Mistake(
-            "F.unfold returns (B, C*P*P, N), one column per patch: transpose(1, 2) to get one row per patch",
-            lambda x, p: torch.nn.functional.unfold(x, p, stride=p),
+            "no class token here: one row per patch, (G*G, D); a fixed embedding for the class token "
+            "would be a separate choice",
+            lambda g, d: torch.cat([torch.zeros(1, d), sincos_2d_position_embedding(g, d)]),
         ),
     ]
     return run_check(
-        "Exercise 14.1 — cut an image into patches", student_fn, reference_patchify, cases, mistakes
+        "Exercise 14.1 — 2-D sine-cosine position embeddings",
+        student_fn,
+        sincos_2d_position_embedding,
+        cases,
+        mistakes,
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 14.2: attention rollout
+# Exercise 14.2: position embeddings for a larger image (ViT §3.2)
 # ---------------------------------------------------------------------------------------------
 
-HAND_WEIGHTS = torch.tensor(
-    [
-        [
-            [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.2, 0.2, 0.6]],
-            [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.0, 0.2, 0.8]],
-        ],
-        [
-            [[0.0, 0.0, 1.0], [0.5, 0.5, 0.0], [1.0, 0.0, 0.0]],
-            [[0.0, 1.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]],
-        ],
-    ]
-)  # (L, H, T, T) = (2, 2, 3, 3)
+
+def _resized(pos_embed: torch.Tensor, new: int, *, mode: str = "bilinear", slip: str = "") -> torch.Tensor:
+    """The reference with one slip: another mode, corners aligned, a view for a permute, swapped axes."""
+    g = round((pos_embed.shape[1] - 1) ** 0.5)
+    cls, patches = pos_embed[:, :1], pos_embed[:, 1:]
+    d = patches.shape[-1]
+    # The "view" slip reads the numbers of (G, G, D) as (D, G, G); the right way permutes.
+    viewed = slip == "view"
+    grid = patches.reshape(1, d, g, g) if viewed else patches.reshape(1, g, g, d).permute(0, 3, 1, 2)
+    if slip == "swap":
+        grid = grid.transpose(2, 3)
+    extra = {} if mode == "nearest" else {"align_corners": slip == "corners"}
+    grid = F.interpolate(grid, size=(new, new), mode=mode, **extra)
+    out = grid.reshape(1, d, new * new).transpose(1, 2) if slip != "view" else grid.reshape(1, new * new, d)
+    return torch.cat([cls, out], dim=1)
 
 
-def _softmax_weights(seed: int, *shape: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.softmax(torch.randn(*shape, generator=g) * 2, dim=-1)
+def _resized_with_cls(pos_embed: torch.Tensor, new: int) -> torch.Tensor:
+    """A slip: the class token interpolated with the patches (as a 1-D sequence)."""
+    x = pos_embed.transpose(1, 2)  # (1, D, T)
+    return F.interpolate(x, size=new * new + 1, mode="linear", align_corners=False).transpose(1, 2)
 
 
-def _product(layers: torch.Tensor, *, latest_left: bool = True) -> torch.Tensor:
-    result = layers[0]
-    for a in layers[1:]:
-        result = a @ result if latest_left else result @ a
-    return result
+def _pos_embed(seed: int, g: int, d: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(1, 1 + g * g, d, generator=gen)
 
 
-def _mixed(w: torch.Tensor) -> torch.Tensor:
-    eye = torch.eye(w.shape[-1])
-    return 0.5 * w.mean(1) + 0.5 * eye  # (L, T, T)
+def resize_pos_embed(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 14.2: ``student_fn(pos_embed, new_grid)``: ``(1, 1 + G*G, D)`` -> ``(1, 1 + G'*G', D)``.
 
-
-def rollout(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
-    """Exercise 14.2: ``student_fn(weights)``: ``(L, H, T, T)`` -> ``(T, T)``, attention rollout."""
+    The class token's embedding is kept; the patches' are laid out on their ``G x G`` grid and
+    interpolated bilinearly (``align_corners=False``) to ``G' x G'``.
+    """
     cases = [
-        Case("the hand example: 2 layers, 2 heads, 3 tokens", (HAND_WEIGHTS,)),
-        Case("3 layers, 4 heads, 5 tokens", (_softmax_weights(0, 3, 4, 5, 5),)),
-        Case("one head, 4 layers, 4 tokens", (_softmax_weights(1, 4, 1, 4, 4),)),
-        Case("one layer, 2 heads, 3 tokens", (_softmax_weights(2, 1, 2, 3, 3),)),
+        Case("a 2x2 grid to 4x4, D=3", (_pos_embed(0, 2, 3), 4)),
+        Case("a 4x4 grid to 8x8, D=5", (_pos_embed(1, 4, 5), 8)),
+        Case("a 3x3 grid to 5x5, D=2", (_pos_embed(2, 3, 2), 5)),
+        Case("a 4x4 grid down to 2x2, D=4", (_pos_embed(3, 4, 4), 2)),
     ]
-    eye = torch.eye
     mistakes = [
         Mistake(
-            "add the identity for the residual connection: each layer's token keeps its own vector too "
-            "(0.5 * mean of heads + 0.5 * I)",
-            lambda w: _product(w.mean(1)),
+            "the patches' embeddings are (G*G, D), one row per patch: reshape to (1, G, G, D) and then "
+            "permute to (1, D, G, G) for F.interpolate; reshaping straight to (1, D, G, G) mixes "
+            "the numbers of different patches",
+            lambda pe, n: _resized(pe, n, slip="view"),
         ),
         Mistake(
-            "after adding the identity, renormalise each row to sum to 1 (here: divide by 2); without it "
-            "the rows sum to 2 per layer",
-            lambda w: _product(w.mean(1) + eye(w.shape[-1])),
+            "keep the class token's embedding as it is and interpolate only the patches' on their 2-D "
+            "grid: interpolating the whole sequence in 1-D ignores where the patches sit",
+            _resized_with_cls,
         ),
         Mistake(
-            "the order of the product: the latest layer goes on the LEFT, R = A_L ... A_2 A_1 (each layer "
-            "reads the tokens the layer before produced)",
-            lambda w: _product(_mixed(w), latest_left=False),
+            "use mode='bilinear', a smooth 2-D interpolation; mode='nearest' only copies embeddings",
+            lambda pe, n: _resized(pe, n, mode="nearest"),
         ),
         Mistake(
-            "average the heads of each layer first, then multiply the layers: a rollout per head, averaged "
-            "at the end, is another (not the standard) quantity",
-            lambda w: torch.stack(
-                [_product(0.5 * w[:, h] + 0.5 * eye(w.shape[-1])) for h in range(w.shape[1])]
-            ).mean(0),
+            "use mode='bilinear' as the exercise asks: timm's mode='bicubic' is a fine choice too, but "
+            "it weighs 4x4 neighbours instead of 2x2, so its numbers differ from the check's",
+            lambda pe, n: _resized(pe, n, mode="bicubic"),
         ),
         Mistake(
-            "combine the heads with their mean, not their maximum",
-            lambda w: _product(
-                (w.amax(1) + eye(w.shape[-1])) / (w.amax(1) + eye(w.shape[-1])).sum(-1, keepdim=True)
-            ),
+            "use align_corners=False (patch centres, as in F.interpolate's default and timm); "
+            "align_corners=True stretches the corner patches' centres to the new corners",
+            lambda pe, n: _resized(pe, n, slip="corners"),
         ),
-        Mistake("multiply every layer, not only the last one", lambda w: _mixed(w)[-1]),
         Mistake(
-            "the layers combine by matrix product (@), not element by element (*)",
-            lambda w: _mixed(w).prod(0),
+            "the grid's first axis is the row: patch k sits in row k // G; you swapped rows and columns",
+            lambda pe, n: _resized(pe, n, slip="swap"),
         ),
     ]
-    return run_check("Exercise 14.2 — attention rollout", student_fn, attention_rollout, cases, mistakes)
+    return run_check(
+        "Exercise 14.2 — position embeddings for a larger image",
+        student_fn,
+        reference_resize_pos_embed,
+        cases,
+        mistakes,
+        atol=1e-5,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,11 +221,11 @@ def vit_attention_shape(answer: object) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 14.4: occlusion, the ablation that attention maps are compared with
+# Exercise 14.4: occluding with the mean image instead of 0
 # ---------------------------------------------------------------------------------------------
 
 
-def _case(patch_size: int, seed: int, image: torch.Tensor) -> Case:
+def _case(patch_size: int, seed: int, image: torch.Tensor, fill: torch.Tensor) -> Case:
     """A small random model with sharpened weights (so occlusion moves its probabilities visibly)
     and, as the label, its SECOND most likely class for ``image`` (so the predicted class differs)."""
     with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -226,85 +236,84 @@ def _case(patch_size: int, seed: int, image: torch.Tensor) -> Case:
         model.pos_embed.normal_()
         label = int(model(image.unsqueeze(0))[0].argsort(descending=True)[1])
     n = model.num_patches
-    return Case(f"{patch_size}x{patch_size} patches (N={n}), label {label}", (model, image, label))
+    return Case(f"{patch_size}x{patch_size} patches (N={n}), label {label}", (model, image, label, fill))
 
 
-def reference_occlusion_drop(model: VisionTransformer, image: torch.Tensor, label: int) -> torch.Tensor:
-    """``(N,)``: the true class's probability minus that probability with patch ``k`` set to 0."""
-    p, n = model.patch_embed.patch_size, model.num_patches
-    images = image.unsqueeze(0).expand(n, -1, -1, -1)  # (N, C, Hi, Wi): one copy per patch
+def _filled(image: torch.Tensor, fill: torch.Tensor, p: int, *, order: str = "rows") -> torch.Tensor:
+    """``(N, C, Hi, Wi)``: copy ``k`` has patch ``k`` taken from ``fill`` (a tensor, or one number)."""
+    c, h, w = image.shape
+    g = w // p
+    n = (h // p) * g
+    copies = image.unsqueeze(0).repeat(n, 1, 1, 1)  # (N, C, Hi, Wi)
+    fill = torch.as_tensor(fill, dtype=image.dtype).expand(c, h, w)
+    for k in range(n):
+        r, col = divmod(k, g) if order == "rows" else (k % g, k // g)
+        rows, cols = slice(r * p, (r + 1) * p), slice(col * p, (col + 1) * p)
+        copies[k, :, rows, cols] = fill[:, rows, cols]
+    return copies
+
+
+def _drops(model, image, label, fill, *, order="rows", score=None, sign=1, who=None):
+    score = score or (lambda z: torch.softmax(z, dim=-1))
     with torch.no_grad():
-        original = torch.softmax(model(image.unsqueeze(0)), dim=-1)[0, label]
-        occluded = torch.softmax(model(occlude(images, torch.arange(n), p)), dim=-1)[:, label]  # (N,)
-    return original - occluded
+        cls = label if who is None else int(model(image.unsqueeze(0)).argmax())
+        before = score(model(image.unsqueeze(0)))[0, cls]
+        after = score(model(_filled(image, fill, model.patch_embed.patch_size, order=order)))[:, cls]
+    return sign * (before - after)
 
 
-def _drops_with(score: Callable[[torch.Tensor], torch.Tensor], *, order: str = "rows", sign: int = 1):
-    """A slip: another score than the true class's probability, another patch order, or a flipped sign."""
-
-    def fn(model, image, label):
-        p, n = model.patch_embed.patch_size, model.num_patches
-        side = model.patch_embed.grid_size
-        index = torch.arange(n)
-        if order == "columns":
-            index = (index % side) * side + index // side
-        with torch.no_grad():
-            original = score(model(image.unsqueeze(0)))[0, label]
-            occluded = score(model(occlude(image.unsqueeze(0).expand(n, -1, -1, -1), index, p)))[:, label]
-        return sign * (original - occluded)
-
-    return fn
+def reference_mean_occlusion_drop(
+    model: VisionTransformer, image: torch.Tensor, label: int, fill: torch.Tensor
+) -> torch.Tensor:
+    """``(N,)``: p(label) minus p(label) when patch ``k`` is replaced by the same patch of ``fill``."""
+    return _drops(model, image, label, fill)
 
 
-def _occluded_probabilities(model, image, label):
-    return reference_occlusion_drop(model, image, label) * -1 + _probability(model, image, label)
-
-
-def _probability(model, image, label):
-    with torch.no_grad():
-        return torch.softmax(model(image.unsqueeze(0)), dim=-1)[0, label]
-
-
-def _predicted_class_drop(model, image, label):
-    with torch.no_grad():
-        predicted = int(model(image.unsqueeze(0)).argmax())
-    return reference_occlusion_drop(model, image, predicted)
-
-
-def occlusion_drop(student_fn: Callable[[VisionTransformer, torch.Tensor, int], torch.Tensor]) -> Verdict:
-    """Exercise 14.4: ``student_fn(model, image, label)`` -> ``(N,)`` drop of the true class's
-    probability when each patch in turn is set to 0 (patches row by row)."""
+def mean_occlusion_drop(
+    student_fn: Callable[[VisionTransformer, torch.Tensor, int, torch.Tensor], torch.Tensor],
+) -> Verdict:
+    """Exercise 14.4: ``student_fn(model, image, label, fill)`` -> ``(N,)``: how much the probability
+    of ``label`` falls when patch ``k`` (row by row) is replaced by the same patch of ``fill``,
+    an image ``(C, Hi, Wi)`` such as the training mean."""
     g = torch.Generator().manual_seed(0)
     images = torch.rand(3, 1, 8, 8, generator=g)
-    cases = [_case(4, 0, images[0]), _case(2, 1, images[1]), _case(2, 2, images[2])]
-    softmax = lambda z: torch.softmax(z, dim=-1)  # noqa: E731
+    fill = torch.rand(1, 8, 8, generator=g) * 0.5 + 0.25  # varies across the image, never 0
+    cases = [
+        _case(4, 0, images[0], fill),
+        _case(2, 1, images[1], fill),
+        _case(2, 2, images[2], fill),
+    ]
     mistakes = [
         Mistake(
-            "a drop is the original probability minus the occluded one (positive when the patch helped)",
-            _drops_with(softmax, sign=-1),
+            "replace the patch with the SAME patch of the mean image, pixel by pixel; you filled it with "
+            "one number, the mean of the whole mean image",
+            lambda m, x, y, f: _drops(m, x, y, f.mean()),
         ),
-        Mistake("compare probabilities (softmax of the logits), not the logits", _drops_with(lambda z: z)),
         Mistake(
-            "compare probabilities, not log-probabilities",
-            _drops_with(lambda z: torch.log_softmax(z, dim=-1)),
+            "this is the zero occlusion of section 5: take the patch's pixels from `fill` instead of 0",
+            lambda m, x, y, f: _drops(m, x, y, 0.0),
         ),
         Mistake(
             "patch k sits in grid row k // Gw and column k % Gw (row by row); you went column by column",
-            _drops_with(softmax, order="columns"),
+            lambda m, x, y, f: _drops(m, x, y, f, order="columns"),
+        ),
+        Mistake(
+            "a drop is the original probability minus the occluded one (positive when the patch helped)",
+            lambda m, x, y, f: _drops(m, x, y, f, sign=-1),
+        ),
+        Mistake(
+            "compare probabilities (softmax of the logits), not the logits",
+            lambda m, x, y, f: _drops(m, x, y, f, score=lambda z: z),
         ),
         Mistake(
             "measure the TRUE class's probability (the label argument), not the predicted class's",
-            _predicted_class_drop,
-        ),
-        Mistake(
-            "return the drop, original minus occluded, not the occluded probabilities themselves",
-            _occluded_probabilities,
+            lambda m, x, y, f: _drops(m, x, y, f, who="predicted"),
         ),
     ]
     return run_check(
-        "Exercise 14.4 — what occluding each patch costs",
+        "Exercise 14.4 — occluding with the mean image",
         student_fn,
-        reference_occlusion_drop,
+        reference_mean_occlusion_drop,
         cases,
         mistakes,
         atol=1e-6,  # drops are small numbers: compare them closely

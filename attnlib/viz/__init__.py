@@ -17,7 +17,7 @@ import importlib
 
 #: module -> the public names it defines
 _HOMES: dict[str, tuple[str, ...]] = {
-    "heatmaps": ("CMAP", "plot_attention", "plot_bars"),
+    "heatmaps": ("CMAP", "MASK_COLOURS", "MASK_LABELS", "plot_attention", "plot_bars"),
     "drawing": (
         "CONTEXT",
         "DECODER",
@@ -40,7 +40,15 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "transformer": ("cross_attention_explorer",),
     "gpt": ("encode_prompt", "gpt_diagram", "sampling_explorer"),
     "efficient": ("receptive_field_explorer", "rope_score_figure", "tiling_diagram"),
-    "vit": ("draw_patch_map", "plot_class_attention", "token_labels", "vit_diagram", "vit_explorer"),
+    "vit": (
+        "draw_image",
+        "draw_patch_map",
+        "plot_class_attention",
+        "plot_position_similarity",
+        "token_labels",
+        "vit_diagram",
+        "vit_explorer",
+    ),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -26,7 +26,11 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
     context ``c_t``. Bahdanau et al. (2015) score the *previous* state ``h_{t-1}`` and feed
     ``c_t`` into the LSTM; Luong et al. (2015, §3) step the LSTM first, score the *new* state
     ``h_t``, and predict from ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the
-    next step.
+    next step. Luong's panel shows the LSTM's recurrent input as :class:`~attnlib.LuongDecoder`
+    computes it: the previous state ``h_{t-1}`` with its LSTM memory cell (not drawn as ``c``, the
+    context's symbol), and ``[y_{t-1}; h̃_{t-1}]`` with input feeding (``input_feeding=True``, the
+    default; without it, ``y_{t-1}`` alone). The dashed input-feeding arrow carries ``h̃_t`` to
+    step ``t+1``.
 
     Args:
         kind: ``"bahdanau"`` or ``"luong"``.
@@ -59,8 +63,14 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
         title = "Bahdanau: attend with $h_{t-1}$, then step"
         note = "$c_t$ enters the LSTM with $y_{t-1}$"
     else:
-        y = {"lstm": 0.0, "query": 1.3, "score": 2.6, "context": 3.9, "state": 5.2, "out": 6.5}
-        ax.text(-1.55, y["lstm"], "$y_{t-1}$;\n" + r"$\tilde h_{t-1}$", ha="center", va="center", fontsize=10)
+        y = {"prev": -1.3, "lstm": 0.0, "query": 1.3, "score": 2.6, "context": 3.9, "state": 5.2, "out": 6.5}
+        # The LSTM's recurrent input: its previous states, and (input feeding, §3.3) h̃_{t-1}
+        # joined to the embedded token, as LuongDecoder(input_feeding=True) does.
+        box(ax, dec_x, y["prev"], "$h_{t-1}$ and its cell", DECODER, width=1.9)
+        arrow(ax, (dec_x, y["prev"] + 0.3), (dec_x, y["lstm"] - 0.3))
+        ax.text(
+            -1.55, y["lstm"], "[$y_{t-1}$;\n" + r"$\tilde h_{t-1}$]", ha="center", va="center", fontsize=10
+        )
         arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
         box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
         box(ax, dec_x, y["query"], "$h_t$", DECODER)
@@ -75,7 +85,7 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
         ax.text(
             -1.75,
             (y["state"] + y["lstm"]) / 2,
-            "input\nfeeding",
+            "input\nfeeding\nto step\n$t+1$\n(optional)",
             ha="center",
             va="center",
             fontsize=8,
@@ -91,7 +101,7 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
     arrow(ax, (enc_x + 0.1, y["query"] + 0.3), (mid_x + 0.8, y["context"] - 0.3))
     ax.text(dec_x, y["out"] + 0.6, "$y_t$", ha="center", va="center", fontsize=11)
     ax.text(enc_x - 0.6, y["out"], note, ha="left", va="center", fontsize=9)
-    ax.set(xlim=(-2.3, 4.0), ylim=(-0.7, 7.4), title=title)
+    ax.set(xlim=(-2.3, 4.0), ylim=(-1.9, 7.4), title=title)
     ax.set_axis_off()
     return ax
 

@@ -65,13 +65,15 @@ def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> An
         xytext=(0.6, tops["encoder layer"] + 0.15),
         arrowprops={"arrowstyle": "->", "lw": 1.2, "color": CONTEXT, "connectionstyle": "arc3,rad=0.25"},
     )
+    # Above the encoder's name, where the arrow starts: no box or residual line runs there.
     ax.text(
-        2.3,
-        tops["encoder layer"] + 0.1,
-        "memory: keys and\nvalues of cross-attention",
+        0.0,
+        tops["encoder layer"] + 0.75,
+        "memory (the encoder's output):\nkeys and values of cross-attention",
         fontsize=9,
         color=CONTEXT,
         ha="center",
+        va="bottom",
     )
     note = (
         "pre-LN: x + sublayer(LayerNorm(x)); a final LayerNorm after the stack"

@@ -18,57 +18,85 @@ from .heatmaps import CMAP
 
 
 def tiling_diagram(
-    size: int = 8, block: int = 2, *, causal: bool = True, current: tuple[int, int] = (2, 1), ax=None
+    size: int = 8,
+    block: int = 2,
+    *,
+    causal: bool = True,
+    window: int | None = None,
+    current: tuple[int, int] = (2, 1),
+    ax=None,
 ):
     """The score matrix cut into tiles, as tiled (flash) attention visits them.
 
     One row of tiles is one block of queries; its tiles are visited left to right while the
     running max, sum and output are kept for those queries only. With ``causal`` the tiles
-    entirely above the diagonal are never computed.
+    entirely above the diagonal are never computed, and with a causal sliding ``window`` (keys
+    ``i - window + 1 .. i``) neither are those entirely below the band. A legend names the four
+    kinds of tile.
 
     Args:
         size: positions ``T`` (queries = keys).
         block: positions per tile side.
         causal: grey out the tiles a causal mask skips.
+        window: grey out the tiles outside a causal sliding window of this many keys too.
         current: ``(query block, key block)`` of the tile being computed.
         ax: matplotlib axes to draw on (a new figure if None).
     """
     require_positive_int("size", size)
     require_positive_int("block", block)
+    if window is not None:
+        require_positive_int("window", window)
+        causal = True  # a sliding window is causal
     n = -(-size // block)  # tiles per side
     qi, kj = current
-    ax = axes_or_new(ax, (5.2, 5.2))
+    ax = axes_or_new(ax, (6.4, 5.2))
     palette = plt.get_cmap(CMAP)
+    colours = {
+        "current": palette(0.85),
+        "done": palette(0.55),
+        "to come": palette(0.25),
+        "skipped": "#eeeeee",
+    }
     for i in range(n):
         for j in range(n):
-            skipped = causal and j * block > min((i + 1) * block, size) - 1
-            done = (i < qi) or (i == qi and j < kj)
-            colour = (
-                "#eeeeee"
-                if skipped
-                else palette(0.85)
+            q_first, q_last = i * block, min((i + 1) * block, size) - 1
+            k_first, k_last = j * block, min((j + 1) * block, size) - 1
+            above = causal and k_first > q_last  # every key after every query
+            below = window is not None and k_last <= q_first - window  # every key out of every band
+            kind = (
+                "skipped"
+                if above or below
+                else "current"
                 if (i, j) == (qi, kj)
-                else palette(0.55 if done else 0.25)
+                else "done"
+                if (i < qi) or (i == qi and j < kj)
+                else "to come"
             )
             ax.add_patch(
-                Rectangle((j * block, i * block), block, block, facecolor=colour, edgecolor="white", lw=2)
+                Rectangle(
+                    (j * block, i * block), block, block, facecolor=colours[kind], edgecolor="white", lw=2
+                )
             )
-            label = "skipped" if skipped else f"S[{i},{j}]"
-            text_colour = "grey" if skipped else "black" if (i, j) == (qi, kj) else "white"
+            label = "skipped" if kind == "skipped" else f"S[{i},{j}]"
+            text_colour = {"skipped": "grey", "current": "black"}.get(kind, "white")
             centre = ((j + 0.5) * block, (i + 0.5) * block)
             ax.text(*centre, label, ha="center", va="center", fontsize=8, color=text_colour)
     ax.add_patch(Rectangle((0, qi * block), size, block, fill=False, edgecolor="black", lw=2.5))
-    row_centre = (qi + 0.5) * block
-    ax.annotate(
-        "running m, ell, acc\nfor these queries",
-        (size, row_centre),
-        xytext=(size + 0.3, row_centre),
-        va="center",
+    handles = [
+        Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor="grey", label=f"{kind} tile")
+        for kind, colour in colours.items()
+    ]
+    handles.append(
+        Rectangle(
+            (0, 0), 1, 1, fill=False, edgecolor="black", lw=2.5, label="query block: its m, ell, acc kept"
+        )
     )
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     ax.set(xlim=(0, size), ylim=(size, 0), aspect="equal", xlabel="key position (blocks of K, V)")
+    band = "causal" if window is None and causal else "full" if not causal else f"causal window w={window}"
     ax.set(
         ylabel="query position (blocks of Q)",
-        title=f"T={size}, tiles of {block}x{block}: one tile exists at a time",
+        title=f"T={size}, tiles of {block}x{block}, {band}: one tile exists at a time",
     )
     return ax
 
@@ -141,7 +169,8 @@ def rope_score_figure(head_dim: int = 64, max_offset: int = 64, seed: int = 0):
         title="RoPE: the score depends on m - n only",
     )
     a1.legend()
-    pair = torch.tensor([[1.0, 0.0]])  # (1, 2): one pair, the slowest and only frequency theta_0 = 1
+    # (1, 2): one pair, the only and so the fastest frequency theta_0 = base^0 = 1 rad per position
+    pair = torch.tensor([[1.0, 0.0]])
     turned = apply_rotary(pair.expand(8, -1), torch.arange(8))  # (8, 2)
     a2.scatter(turned[:, 0], turned[:, 1], c=torch.arange(8), cmap=CMAP, s=60)
     for m, (x, y) in enumerate(turned.tolist()):

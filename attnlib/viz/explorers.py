@@ -35,5 +35,20 @@ def explorer(draw: Callable[..., None], **controls: Any):
 
     for control in controls.values():
         control.observe(redraw, names="value")
+        _fit(control, widgets)
     redraw()
-    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+    # The controls wrap onto a second line in a narrow window rather than squeeze a slider's
+    # track to nothing (JupyterLab at 1024 px with the file browser open).
+    row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap", gap="0 1em"))
+    return widgets.VBox([row, out])
+
+
+def _fit(control: Any, widgets: Any) -> None:
+    """A label as wide as its text (never cut to "temperat…"), and a slider that keeps a usable
+    track: at least 16em wide, so that in a narrow window it moves to the next line instead."""
+    style = getattr(control, "style", None)
+    if style is not None and "description_width" in style.keys:
+        style.description_width = "initial"
+    if isinstance(control, (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider)):
+        control.layout.min_width = control.layout.min_width or "16em"
+        control.layout.flex = control.layout.flex or "0 1 22em"

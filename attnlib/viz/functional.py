@@ -24,9 +24,10 @@ def attention_diagram(
     """Draw one query's attention over ``T`` tokens: scores, softmax weights, weighted sum.
 
     Rows from the bottom: the tokens ``x_i``; their keys ``k_i``; the scores ``ω_i = q·k_i``;
-    the weights ``α_i`` (one softmax over the row); the weighted values ``α_i v_i``; their sum,
-    the context vector ``z``. Without projections (notebook 01) keys and values are the tokens
-    themselves and the query is the query token ``x_q``.
+    the weights ``α_i`` (one softmax over the row, of ``ω_i/√d_k`` with projections); the weighted
+    values ``α_i v_i``; their sum, the context vector ``z``. Without projections (notebook 01) keys
+    and values are the tokens themselves and the query is the query token ``x_q``. Tokens are
+    numbered from 0, as Python indexes them, so token ``query`` is drawn as ``x_{query}``.
 
     Args:
         tokens: the token labels, one column each (``T``).
@@ -47,20 +48,20 @@ def attention_diagram(
     ax = axes_or_new(ax, (max(6.5, 1.2 * t + 3.5), 5.2))
     key = "k_{%d}" if projections else "x_{%d}"
     value = "v_{%d}" if projections else "x_{%d}"
-    q = f"q = x_{{{query + 1}}} W_q" if projections else f"q = x_{{{query + 1}}}"
+    q = f"q = x_{{{query}}} W_q" if projections else f"q = x_{{{query}}}"
     rows = {"key": 1.0, "score": 2.2, "weight": 3.4, "value": 4.6}
     for i, token in enumerate(tokens):
         x = i * gap
         weight = "bold" if i == query else "normal"
         ax.text(x, 0.1, token, ha="center", va="center", fontsize=10, fontweight=weight)
         arrow(ax, (x, 0.35), (x, rows["key"] - 0.3))
-        box(ax, x, rows["key"], f"${key % (i + 1)}$", ENCODER)
+        box(ax, x, rows["key"], f"${key % i}$", ENCODER)
         arrow(ax, (x, rows["key"] + 0.3), (x, rows["score"] - 0.3))
-        box(ax, x, rows["score"], f"$\\omega_{{{i + 1}}}$", QUERY)
+        box(ax, x, rows["score"], f"$\\omega_{{{i}}}$", QUERY)
         arrow(ax, (x, rows["score"] + 0.3), (x, rows["weight"] - 0.3))
-        box(ax, x, rows["weight"], f"$\\alpha_{{{i + 1}}}$", WEIGHT)
+        box(ax, x, rows["weight"], f"$\\alpha_{{{i}}}$", WEIGHT)
         arrow(ax, (x, rows["weight"] + 0.3), (x, rows["value"] - 0.3))
-        box(ax, x, rows["value"], f"$\\alpha_{{{i + 1}}} {value % (i + 1)}$", CONTEXT, width=1.0)
+        box(ax, x, rows["value"], f"$\\alpha_{{{i}}} {value % i}$", CONTEXT, width=1.0)
     right = (t - 1) * gap
     z_x, z_y = right / 2, 5.9
     box(ax, z_x, z_y, "$z$", DECODER, width=0.6)
@@ -72,7 +73,10 @@ def attention_diagram(
     notes = {
         "key": "keys $k_i = x_i W_k$" if projections else "keys: the tokens",
         "score": "scores $\\omega_i = q \\cdot k_i$" if projections else "scores $\\omega_i = q \\cdot x_i$",
-        "weight": "weights: softmax over the row",
+        # Notebook 02 on scales the scores before the softmax; notebook 01 does not yet.
+        "weight": "weights: softmax$(\\omega_i/\\sqrt{d_k})$"
+        if projections
+        else "weights: softmax over the row",
         "value": "weighted values" + (" ($v_i = x_i W_v$)" if projections else ""),
     }
     for row, text in notes.items():

@@ -26,9 +26,10 @@ def encode_prompt(vocab: Vocab, prompt: str) -> torch.Tensor:
 
 
 def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tokens: int = 8, seed: int = 0):
-    """Type a prompt, slide the temperature and top-k; see the next-token distribution and a sample.
+    """Type a prompt, slide the temperature, top-k and top-p; see the next-token distribution and a sample.
 
-    The bars are the distribution the next token is drawn from, ``softmax(top_k(logits) / T)``;
+    The bars are the distribution the next token is drawn from,
+    ``softmax(top_p(top_k(logits) / T))`` (top-p = 1 keeps every token);
     the black ticks mark the model's own distribution (temperature 1, every token). The title
     shows a continuation sampled with those settings and a fixed seed (greedy at T = 0).
 
@@ -45,16 +46,22 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
 
     labels = vocab.tokens(range(len(vocab)))
 
-    def draw(prompt: str, temperature: float, top_k: int) -> None:
+    def draw(prompt: str, temperature: float, top_k: int, top_p: float) -> None:
+        nucleus = None if top_p >= 1 else top_p
         room = model.context_length - max_new_tokens - 1  # SOS + prompt + continuation must fit
         shown = prompt[-room:] if room > 0 else ""
         idx = encode_prompt(vocab, shown)  # (1, T)
         with evaluating(model), torch.no_grad():
             logits = model(idx)[0, -1]  # (V,)
             new = model.generate(
-                idx, max_new_tokens, temperature, top_k, generator=torch.Generator().manual_seed(seed)
+                idx,
+                max_new_tokens,
+                temperature,
+                top_k,
+                generator=torch.Generator().manual_seed(seed),
+                top_p=nucleus,
             )[0, idx.shape[1] :]
-        probs = next_token_probs(logits, temperature, top_k)  # (V,)
+        probs = next_token_probs(logits, temperature, top_k, top_p=nucleus)  # (V,)
         plain = torch.softmax(logits, dim=-1)
         _, ax = plt.subplots(figsize=(10, 3.4), constrained_layout=True)
         ax.bar(range(len(labels)), probs.numpy(), color=WEIGHT, label="sampled from")
@@ -66,7 +73,8 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
         ax.legend(loc="upper right", fontsize=8)
         cut = "" if shown == prompt else f" (first {len(prompt) - len(shown)} characters cut)"
         ax.set_title(
-            f"T={temperature:.2f}, top-k={top_k}: '{shown}' -> '{vocab.decode(new)}'  (seed {seed}){cut}",
+            f"T={temperature:.2f}, top-k={top_k}, top-p={top_p:.2f}: '{shown}' -> '{vocab.decode(new)}'"
+            f"  (seed {seed}){cut}",
             fontsize=10,
         )
 
@@ -75,6 +83,7 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
         prompt=widgets.Text(value=prompt, description="prompt"),
         temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.05, description="temperature"),
         top_k=widgets.IntSlider(value=len(vocab), min=1, max=len(vocab), description="top-k"),
+        top_p=widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="top-p"),
     )
 
 

@@ -14,6 +14,9 @@ import torch
 from .drawing import axes_or_new
 
 CMAP = "viridis"  # perceptually uniform: reads in greyscale and for colour-blind readers
+#: A boolean mask's two colours, viridis's ends: dark = masked, light = may attend (apart in grey too).
+MASK_COLOURS = ("#440154", "#fde725")
+MASK_LABELS = ("masked", "may attend")
 
 
 def _as_grid(weights: Any) -> torch.Tensor:
@@ -43,9 +46,9 @@ def plot_attention(
     cmap: str = CMAP,
     panel_size: float = 4.0,
     suptitle: str | None = None,
-    colorbar_label: str = "attention weight",
+    colorbar_label: str | None = None,
 ):
-    """Draw attention weights as heatmaps with token labels and one shared colour bar.
+    """Draw attention weights (or a boolean mask) as heatmaps with token labels and one shared key.
 
     Args:
         weights: ``(Tq, Tk)`` for one map, ``(H, Tq, Tk)`` for a row of heads, or
@@ -59,11 +62,16 @@ def plot_attention(
         cmap: a matplotlib colour map name.
         panel_size: inches per panel.
         suptitle: a title over the whole figure.
-        colorbar_label: the colour bar's label (e.g. "may attend" for a mask).
+        colorbar_label: the colour bar's label; default "attention weight", or "mask" for a mask.
+
+    A boolean ``weights`` is a mask (True = may attend): it is drawn in two colours with a
+    two-entry key, "may attend" and "masked", instead of a continuous colour bar; ``vmin``,
+    ``vmax``, ``cmap`` and ``annotate`` do not apply to it.
 
     Returns:
         The matplotlib ``Figure``.
     """
+    is_mask = torch.as_tensor(weights).dtype == torch.bool
     grid = _as_grid(weights)  # (R, C, Tq, Tk)
     rows, cols, tq, tk = grid.shape
     if x_labels is not None and len(x_labels) != tk:
@@ -80,7 +88,17 @@ def plot_attention(
         if len(flat) != rows * cols:
             raise ValueError(f"expected {rows * cols} titles, got {len(flat)}")
         flat_titles = flat
-    vmax = float(grid.max()) if vmax is None else vmax
+    if is_mask:
+        from matplotlib.colors import BoundaryNorm, ListedColormap
+
+        colour_kw: dict[str, Any] = {
+            "cmap": ListedColormap(MASK_COLOURS),
+            "norm": BoundaryNorm([-0.5, 0.5, 1.5], 2),
+        }
+        annotate = False
+    else:
+        vmax = float(grid.max()) if vmax is None else vmax
+        colour_kw = {"cmap": cmap, "vmin": vmin, "vmax": vmax}
 
     width = panel_size * cols * max(tk / max(tq, 1), 0.6) + 1.2
     fig, axes = plt.subplots(
@@ -90,7 +108,7 @@ def plot_attention(
     for i in range(rows):
         for j in range(cols):
             ax = axes[i][j]
-            image = ax.imshow(grid[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            image = ax.imshow(grid[i, j].numpy(), aspect="auto", **colour_kw)
             ax.set_xticks(
                 range(tk),
                 x_labels if x_labels is not None else range(tk),
@@ -106,7 +124,11 @@ def plot_attention(
                 ax.set_title(title)
             if annotate:
                 _annotate(ax, grid[i, j], vmin or 0.0, vmax)
-    fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar_label)
+    if is_mask:
+        bar = fig.colorbar(image, ax=axes, shrink=0.5, ticks=[1, 0], label=colorbar_label or "mask")
+        bar.ax.set_yticklabels([MASK_LABELS[1], MASK_LABELS[0]])
+    else:
+        fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar_label or "attention weight")
     if suptitle:
         fig.suptitle(suptitle)
     return fig

@@ -189,11 +189,12 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         fig.colorbar(image, ax=left, shrink=0.8)
         probs = torch.softmax(logits[example][t] / temperature, dim=-1)  # (V,)
         gold = all_ids[example][t + 1]
-        colours = ["#fde725" if i == gold else "#21918c" for i in range(len(symbols))]
+        # teal marks what is right, as in notebook 07's copy explorer; the rest in grey
+        colours = ["#21918c" if i == gold else "#b0b0b0" for i in range(len(symbols))]
         right.bar(range(len(symbols)), probs.numpy(), color=colours)
         right.set_xticks(range(len(symbols)), symbols, rotation=90)
         right.set_ylim(0, 1)
-        right.set(xlabel="next token (yellow: the true one)", ylabel="probability")
+        right.set(xlabel="next token (teal: the true one)", ylabel="probability")
         right.set_title(f"after {tokens[t]!r} (step {t + 1}), temperature {temperature:.2f}")
         fig.suptitle("".join(tokens[1:-1]))
 

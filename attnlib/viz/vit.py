@@ -21,8 +21,42 @@ from .heatmaps import CMAP
 
 
 def token_labels(num_patches: int) -> list[str]:
-    """``["cls", "p1", ..., "pN"]``: token ``i`` is patch ``p{i}``, the patches numbered row by row."""
-    return ["cls", *(f"p{i}" for i in range(1, num_patches + 1))]
+    """``["cls", "p0", ..., "p{N-1}"]``: token ``k + 1`` is patch ``p{k}``, numbered row by row from 0.
+
+    Patches count from 0 like :func:`attnlib.vit_probes.occlude`'s ``patch`` argument and the
+    columns of a ``(B, N)`` tensor; the class token is token 0 and has no patch number.
+    """
+    return ["cls", *(f"p{k}" for k in range(num_patches))]
+
+
+def _pixel_ticks(ax: Any, h: int, w: int, p: int) -> None:
+    """The same ticks on every image and map: one per patch edge, labelled in pixels."""
+    ax.set_xticks(range(0, w, p), [str(i) for i in range(0, w, p)])
+    ax.set_yticks(range(0, h, p), [str(i) for i in range(0, h, p)])
+    ax.set_xlabel("pixel column")
+    ax.set_ylabel("pixel row")
+
+
+def draw_image(ax: Any, image: torch.Tensor, *, patch_size: int = 2, title: str | None = None) -> Any:
+    """A greyscale image (ink dark on white) with the ticks :func:`draw_patch_map` uses.
+
+    Args:
+        ax: matplotlib axes.
+        image: ``(Hi, Wi)`` in ``[0, 1]``.
+        patch_size: ``P``: a tick at every patch edge.
+        title: the axes' title.
+
+    Returns:
+        The ``AxesImage``.
+    """
+    img = torch.as_tensor(image).detach().float()
+    if img.ndim != 2:
+        raise ValueError(f"expected image of shape (Hi, Wi), got {tuple(img.shape)}")
+    shown = ax.imshow(img.numpy(), cmap="gray_r", vmin=0.0, vmax=1.0)
+    _pixel_ticks(ax, img.shape[0], img.shape[1], patch_size)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return shown
 
 
 def draw_patch_map(
@@ -42,7 +76,7 @@ def draw_patch_map(
         patch_map: ``(N,)`` or ``(Gh, Gw)`` values, patches row by row (e.g. the class token's
             attention to each patch).
         vmax: top of the colour scale (default: the largest value).
-        labels: write each patch's token label (``p1`` ...) in its corner.
+        labels: write each patch's label (``p0`` ...) in its middle, white on a black outline.
         title: the axes' title.
 
     Returns:
@@ -71,13 +105,22 @@ def draw_patch_map(
         ax.axhline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
         ax.axvline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
     if labels:
+        from matplotlib import patheffects
+
+        outline = [patheffects.withStroke(linewidth=2.2, foreground="black")]
         for k in range(side * side):
             r, c = divmod(k, side)
-            ax.text(c * p - 0.4, r * p - 0.4, f"p{k + 1}", fontsize=6, color="white", va="top", ha="left")
-    ax.set_xticks(range(0, w, p), [str(i) for i in range(0, w, p)])
-    ax.set_yticks(range(0, h, p), [str(i) for i in range(0, h, p)])
-    ax.set_xlabel("pixel column")
-    ax.set_ylabel("pixel row")
+            ax.text(
+                (c + 0.5) * p - 0.5,
+                (r + 0.5) * p - 0.5,
+                f"p{k}",
+                fontsize=8,
+                color="white",
+                va="center",
+                ha="center",
+                path_effects=outline,
+            )
+    _pixel_ticks(ax, h, w, p)
     if title:
         ax.set_title(title, fontsize=9)
     return shown
@@ -108,7 +151,7 @@ def plot_class_attention(image: torch.Tensor, weights: torch.Tensor, *, suptitle
     fig, axes = plt.subplots(
         n_layers + 1,
         cols,
-        figsize=(2.3 * cols + 1, 2.3 * (n_layers + 1)),
+        figsize=(2.5 * cols + 1, 2.5 * (n_layers + 1)),
         squeeze=False,
         constrained_layout=True,
     )
@@ -120,13 +163,59 @@ def plot_class_attention(image: torch.Tensor, weights: torch.Tensor, *, suptitle
                 axes[layer][j], image, values, vmax=vmax, labels=layer == 0 and j == 0, title=title
             )
     last = axes[n_layers]
-    last[0].imshow(torch.as_tensor(image).numpy(), cmap="gray_r")
-    last[0].set(title="the image", xlabel="pixel column", ylabel="pixel row")
-    rolled = draw_patch_map(last[1], image, rollout, title="rollout (all layers)")
-    fig.colorbar(rolled, ax=last[1], shrink=0.8, label="rollout weight")
+    side = round(rollout.numel() ** 0.5)
+    draw_image(last[0], image, patch_size=torch.as_tensor(image).shape[-1] // side, title="the image")
+    rolled = draw_patch_map(last[1], image, rollout, labels=True, title="rollout (all layers)")
     for ax in last[2:]:
         ax.axis("off")
+    # The rollout's own colour bar sits in the empty cell beside it: a colour bar attached to one
+    # panel would widen that whole column of the grid and leave a gap in the rows above.
+    cax = last[2].inset_axes((0.0, 0.1, 0.07, 0.8))
+    fig.colorbar(rolled, cax=cax, label="rollout weight")
     fig.colorbar(image_, ax=axes[:n_layers], shrink=0.8, label="class token's attention weight")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_position_similarity(pos_embed: torch.Tensor, *, suptitle: str | None = None):
+    """Cosine similarity of each patch's position embedding with every other's (ViT Figure 7, centre).
+
+    Tile ``(r, c)`` is a ``G x G`` map: the similarity of the embedding of the patch in grid row
+    ``r``, column ``c`` with the embedding of every patch, laid out where those patches sit. The
+    class token's embedding is left out (it has no place in the grid).
+
+    Args:
+        pos_embed: ``(1, 1 + G*G, D)`` or ``(1 + G*G, D)``, the class token first.
+        suptitle: a title over the figure.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    pe = torch.as_tensor(pos_embed).detach().float()
+    pe = pe[0] if pe.ndim == 3 else pe
+    g = round((pe.shape[0] - 1) ** 0.5)
+    if pe.ndim != 2 or g * g != pe.shape[0] - 1:
+        raise ValueError(f"expected pos_embed of shape (1, 1 + G*G, D), got {tuple(pos_embed.shape)}")
+    unit = torch.nn.functional.normalize(pe[1:], dim=-1)  # (N, D), one unit vector per patch
+    similarity = unit @ unit.T  # (N, D) @ (D, N) -> (N, N)
+    fig, axes = plt.subplots(
+        g, g, figsize=(1.3 * g + 1.2, 1.3 * g + 0.4), squeeze=False, constrained_layout=True
+    )
+    shown = None
+    for k in range(g * g):
+        r, c = divmod(k, g)
+        ax = axes[r][c]
+        shown = ax.imshow(similarity[k].view(g, g).numpy(), cmap=CMAP, vmin=-1.0, vmax=1.0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if r == g - 1:
+            ax.set_xlabel(str(c))
+        if c == 0:
+            ax.set_ylabel(str(r))
+    fig.supxlabel("grid column of the patch")
+    fig.supylabel("grid row of the patch")
+    fig.colorbar(shown, ax=axes, shrink=0.8, label="cosine similarity of position embeddings")
     if suptitle:
         fig.suptitle(suptitle)
     return fig
@@ -152,14 +241,14 @@ def vit_diagram(num_patches_side: int = 2, *, ax: Any = None) -> Any:
         ax.plot([-0.2, 1.8], [1.2 + 2.0 * k / g] * 2, color="black", lw=0.8)
     for k in range(n):
         r, c = divmod(k, g)
-        ax.text(-0.2 + 2.0 * (c + 0.5) / g, 3.2 - 2.0 * (r + 0.5) / g, f"p{k + 1}", ha="center", va="center")
+        ax.text(-0.2 + 2.0 * (c + 0.5) / g, 3.2 - 2.0 * (r + 0.5) / g, f"p{k}", ha="center", va="center")
     ax.text(0.8, 0.9, "image (C, Hi, Wi)\ncut into P x P patches", ha="center", va="top", fontsize=9)
     # Tokens: class token first, then one per patch; each gets its position embedding.
     x0, dx = 3.3, 1.1
     box(ax, x0, 3.6, "cls", CONTEXT, width=0.9)
     for k in range(n):
         x = x0 + dx * (k + 1)
-        box(ax, x, 3.6, f"p{k + 1}", QUERY, width=0.9)
+        box(ax, x, 3.6, f"p{k}", QUERY, width=0.9)
         box(ax, x, 2.5, "Linear", ENCODER, width=0.9)
         arrow(ax, (x, 2.8), (x, 3.3))
     arrow(ax, (1.9, 2.2), (x0 + dx - 0.5, 2.5))
@@ -242,9 +331,7 @@ def vit_explorer(
             1, 3, figsize=(12, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.2, 1.6]}
         )
         a1.imshow(seen[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=float(images.max()))
-        a1.set(
-            title="input" + ("" if occluded < 0 else f" (p{occluded + 1} occluded)"), xlabel="pixel column"
-        )
+        a1.set(title="input" + ("" if occluded < 0 else f" (p{occluded} occluded)"), xlabel="pixel column")
         a1.set_ylabel("pixel row")
         bar = draw_patch_map(a2, seen[0, 0], values, title=f"class token: {what}")
         fig.colorbar(bar, ax=a2, shrink=0.8, label="weight")
@@ -270,7 +357,7 @@ def vit_explorer(
     for layer in range(n_layers):
         maps.append((f"layer {layer}, mean of heads", (layer, -1)))
         maps += [(f"layer {layer}, head {head}", (layer, head)) for head in range(n_heads)]
-    patches = [("none", -1)] + [(f"p{k + 1}", k) for k in range(n)]
+    patches = [("none", -1)] + [(f"p{k}", k) for k in range(n)]
     return explorer(
         draw,
         example=widgets.IntSlider(value=0, min=0, max=len(images) - 1, description="image"),
