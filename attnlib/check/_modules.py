@@ -21,6 +21,7 @@ student's global seed.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,22 @@ def class_problem(
         return Verdict(False, f"{FAIL} {title}: {instance}")
     if not isinstance(obj, type) or not issubclass(obj, nn.Module):
         return Verdict(False, f"{FAIL} {title}: {not_a_module(obj)}")
+    return None
+
+
+def constructor_problem(
+    title: str, cls: type, message: Callable[[inspect.Signature], str], *args: Any, **kwargs: Any
+) -> Verdict | None:
+    """A verdict when the check's call ``cls(*args, **kwargs)`` cannot bind to the student's
+    constructor; ``message`` says it, given that constructor's signature. None when it binds, or
+    when the signature cannot be read (the construction itself then speaks).
+    """
+    try:
+        inspect.signature(cls).bind(*args, **kwargs)
+    except TypeError:
+        return Verdict(False, f"{FAIL} {title}: {message(inspect.signature(cls))}")
+    except ValueError:
+        pass
     return None
 
 

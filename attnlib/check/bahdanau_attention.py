@@ -15,7 +15,6 @@ never moves the global seed.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import torch
@@ -23,7 +22,7 @@ from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
 from ._core import FAIL, PASS, Case, Mistake, Verdict, _describe, raised, run_check, run_check_parts, seeded
-from ._modules import build, class_problem
+from ._modules import build, class_problem, constructor_problem
 
 __all__ = ["additive_module", "additive_scores", "decoder_step", "precomputed_scores"]
 
@@ -426,14 +425,17 @@ def _module_preflight(cls: object, configs: list[dict]) -> Verdict | None:
     )
     if problem is not None:
         return problem
-    try:
-        inspect.signature(cls).bind(**configs[0])
-    except TypeError:
-        return Verdict(
-            False,
-            f"{FAIL} {title}: the check builds {name}{_SIGNATURE}, passing each argument by that name; "
-            f"your constructor is {name}{inspect.signature(cls)}.",
-        )
+    problem = constructor_problem(
+        title,
+        cls,
+        lambda signature: (
+            f"the check builds {name}{_SIGNATURE}, passing each argument by that name; "
+            f"your constructor is {name}{signature}."
+        ),
+        **configs[0],
+    )
+    if problem is not None:
+        return problem
     if cls.forward is nn.Module.forward:
         return Verdict(False, f"{FAIL} {title}: {name} needs a forward(self, query, keys, mask) method.")
     for cfg in configs:

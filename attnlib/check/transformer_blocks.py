@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import itertools
 import math
 from collections.abc import Callable
@@ -51,7 +50,7 @@ from ._core import (
     slips,
     whole_number,
 )
-from ._modules import UnfitError, build, class_problem, dropout_still_on
+from ._modules import UnfitError, build, class_problem, constructor_problem, dropout_still_on
 
 __all__ = [
     "cross_attention_mask",
@@ -516,17 +515,18 @@ def encoder_layer(student_cls: Any) -> Verdict:
     )
     if problem is not None:
         return problem
-    try:
-        inspect.signature(student_cls).bind(*LAYER_ARGS)
-    except TypeError:
-        return Verdict(
-            False,
-            f"{FAIL} {title}: the check builds `{student_cls.__name__}{LAYER_ARGS}`, but your constructor "
-            f"takes `{inspect.signature(student_cls)}`; it must take the first arguments of attnlib's "
-            f"EncoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`.",
-        )
-    except ValueError:  # no signature to read: let the call below speak
-        pass
+    problem = constructor_problem(
+        title,
+        student_cls,
+        lambda signature: (
+            f"the check builds `{student_cls.__name__}{LAYER_ARGS}`, but your constructor "
+            f"takes `{signature}`; it must take the first arguments of attnlib's "
+            f"EncoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
+        ),
+        *LAYER_ARGS,
+    )
+    if problem is not None:
+        return problem
     layer = build(
         title,
         student_cls,
@@ -999,17 +999,18 @@ def decoder_layer(student_cls: Any) -> Verdict:
     )
     if problem is not None:
         return problem
-    try:
-        inspect.signature(student_cls).bind(*DECODER_ARGS)
-    except TypeError:
-        return Verdict(
-            False,
-            f"{FAIL} {title}: the check builds `{student_cls.__name__}{DECODER_ARGS}`, but your constructor "
-            f"takes `{inspect.signature(student_cls)}`; it must take the first arguments of attnlib's "
-            f"DecoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`.",
-        )
-    except ValueError:  # no signature to read: let the call below speak
-        pass
+    problem = constructor_problem(
+        title,
+        student_cls,
+        lambda signature: (
+            f"the check builds `{student_cls.__name__}{DECODER_ARGS}`, but your constructor "
+            f"takes `{signature}`; it must take the first arguments of attnlib's "
+            f"DecoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
+        ),
+        *DECODER_ARGS,
+    )
+    if problem is not None:
+        return problem
     layer = build(
         title,
         student_cls,
