@@ -267,3 +267,31 @@ def test_with_the_repository_address_every_chapter_links_to_colab_and_binder(tmp
         report = f"https://github.com/someone/attention-series/issues/new?title={stem}"
         assert f'<a href="{report}' in page and "Report a problem on this page" in page
         assert "<script src" not in page and not re.search(r"""src=["']?https?:|url\(["']?https?:""", page)
+
+
+def test_a_deck_leaves_out_set_up_lines_and_library_frames_and_can_show_outputs_apart():
+    from tools.links import bootstrap
+    from tools.slides import OUTPUT_APART, deck_cells
+
+    frames = [
+        "\x1b[0;31m----\x1b[0m",
+        "Traceback (most recent call last)",
+        "\x1b[0;32mCell In[3], line 2\x1b[0m\n  f(x)",
+        "File site-packages/torch/x.py:9\n  raise",
+        "\x1b[0;31mValueError\x1b[0m: bad",
+    ]
+    error = new_output("error", ename="ValueError", evalue="bad", traceback=frames)
+    figure = new_output("display_data", {"image/png": PNG, "text/plain": "<Figure>"})
+    cells = [
+        new_code_cell(bootstrap(None) + "\nimport torch"),
+        new_code_cell("f(x)", outputs=[error]),
+        new_code_cell("draw()", outputs=[figure], metadata={"tags": [OUTPUT_APART]}),
+        new_code_cell("import math"),
+    ]
+    first, raised, code, outputs, last = deck_cells(cells)
+    assert first["source"] == "import torch" and last["source"] == "import math"
+    assert raised["outputs"][0]["traceback"] == [error["traceback"][2], error["traceback"][-1]]
+    assert code["outputs"] == [] and outputs["outputs"] == [figure]
+    assert outputs["metadata"]["slideshow"]["slide_type"] == "subslide"
+    assert outputs["metadata"]["transient"]["remove_source"] is True
+    assert cells[2]["outputs"] == [figure]  # the notebook itself is left as it is

@@ -137,11 +137,16 @@ def bootstrap(repo: Repo | None) -> str:
     return head + source + tail
 
 
+def without_bootstrap(code: str) -> str:
+    """A first code cell without its set-up lines (the decks leave them out)."""
+    if code.startswith(_BOOTSTRAP_FIRST):
+        return code.split("\n\n", 1)[1] if "\n\n" in code else ""
+    return code
+
+
 def with_bootstrap(code: str, repo: Repo | None) -> str:
     """A first code cell with the set-up lines at its top, written or refreshed."""
-    if code.startswith(_BOOTSTRAP_FIRST):
-        code = code.split("\n\n", 1)[1] if "\n\n" in code else ""
-    return bootstrap(repo) + "\n" + code
+    return bootstrap(repo) + "\n" + without_bootstrap(code)
 
 
 def with_links(markdown: str, repo: Repo | None, path: str) -> str:
