@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attnlib import viz
-from attnlib.viz import plot_attention, plot_bars
+from attnlib.viz import explorers, plot_attention, plot_bars
 
 
 @pytest.fixture(autouse=True)
@@ -71,22 +71,23 @@ def test_bars_label_tokens(tokens):
 def test_explorers_draw_and_redraw_when_a_control_changes(inputs, tokens, monkeypatch):
     shown = []  # (figure number of axes, suptitle) for every plt.show() an explorer makes
 
-    def fake_show():
-        fig = plt.gcf()
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        fig = fig or plt.gcf()
         shown.append((len(fig.axes), fig._suptitle.get_text() if fig._suptitle else ""))
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     scores = inputs @ inputs.T
     weights = torch.softmax(scores, -1)
-    explorers = [
+    cases = [
         (viz.query_explorer(inputs, tokens), 0, 3, "context vector"),
         (viz.temperature_explorer(inputs, inputs, tokens), 0, 2.0, "scale = 2.000"),
         (viz.mask_explorer(scores, tokens), 1, 2, "padding=2"),
         (viz.dropout_explorer(weights, tokens), 0, 0.2, "p=0.20"),
         (viz.head_explorer(torch.rand(1, 2, 6, 6), tokens), 0, 1, "head 1 of 2"),
     ]
-    for box, index, value, expected_title in explorers:
+    for box, index, value, expected_title in cases:
         before = len(shown)
         box.children[0].children[index].value = value
         assert len(shown) == before + 1, "changing a control must redraw once"
@@ -255,12 +256,13 @@ def drawings(monkeypatch):
     """Fingerprints of the figures explorers show, newest last."""
     shown: list[str] = []
 
-    def fake_show():
-        fig = plt.gcf()
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        fig = fig or plt.gcf()
         shown.append(_fingerprint(fig))
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     return shown
 
 

@@ -9,19 +9,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from attnlib.viz import receptive_field_explorer, rope_score_figure, tiling_diagram
+from attnlib.viz import explorers, receptive_field_explorer, rope_score_figure, tiling_diagram
 
 
 def test_receptive_field_explorer_redraws_when_any_control_changes(monkeypatch):
     shown = []
 
-    def fake_show():
-        fig = plt.gcf()
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        fig = fig or plt.gcf()
         images = [ax.images[0].get_array().sum() for ax in fig.axes if ax.images]
         shown.append((fig._suptitle.get_text(), [ax.get_title() for ax in fig.axes], images))
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     box = receptive_field_explorer(max_len=20)
     window, layers, query = box.children[0].children
     assert len(shown) == 1 and "after L=2 layers: 5 inputs reach query 19" in shown[0][1][1]

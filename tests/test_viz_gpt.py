@@ -10,19 +10,20 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnlib import GPT, Vocab
-from attnlib.viz import encode_prompt, gpt_diagram, sampling_explorer
+from attnlib.viz import encode_prompt, explorers, gpt_diagram, sampling_explorer
 
 
 def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):
     shown = []
 
-    def fake_show():
-        ax = plt.gcf().axes[0]
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        ax = (fig or plt.gcf()).axes[0]
         heights = [round(p.get_height(), 6) for p in ax.patches]
         shown.append((ax.get_title(), heights))
         plt.close("all")
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     vocab = Vocab("0123456789+=")
     torch.manual_seed(0)
     model = GPT(len(vocab), 16, dim=16, n_heads=2, n_layers=1)
@@ -70,6 +71,7 @@ def test_gpt_diagram_draws_both_panels():
 def test_sampling_explorer_draws_in_eval_mode_and_gives_the_model_its_mode_back(monkeypatch):
     modes = []
     monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    monkeypatch.setattr(explorers, "_show", lambda fig: None)
     vocab = Vocab("0123456789+=")
     torch.manual_seed(0)
     model = GPT(len(vocab), 16, dim=16, n_heads=2, n_layers=1).train()

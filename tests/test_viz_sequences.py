@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from attnlib.tasks import digit_vocab
-from attnlib.viz import TRACE_NAMES, gate_explorer, lstm_trace
+from attnlib.viz import TRACE_NAMES, explorers, gate_explorer, lstm_trace
 
 
 class TinyLM(nn.Module):
@@ -46,12 +46,13 @@ def test_lstm_trace_rejects_what_it_cannot_trace():
 def test_gate_explorer_redraws_when_any_control_changes(monkeypatch):
     shown = []
 
-    def fake_show():
-        fig = plt.gcf()
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        fig = fig or plt.gcf()
         shown.append((fig._suptitle.get_text(), [ax.get_title() for ax in fig.axes]))
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     vocab = digit_vocab()
     torch.manual_seed(0)
     box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680"])
@@ -78,6 +79,7 @@ def test_gate_explorer_needs_the_notebook_model():
 
 def test_the_step_slider_ends_at_the_chosen_sequence(monkeypatch):
     monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    monkeypatch.setattr(explorers, "_show", lambda fig: None)
     vocab = digit_vocab()
     torch.manual_seed(0)
     box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
@@ -96,12 +98,13 @@ def test_the_true_next_token_is_teal_as_right_digits_are_in_07(monkeypatch):
 
     bars = []
 
-    def fake_show():
-        right = plt.gcf().axes[1]
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        right = (fig or plt.gcf()).axes[1]
         bars.append([to_hex(patch.get_facecolor()) for patch in right.patches])
         plt.close("all")
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     vocab = digit_vocab()
     torch.manual_seed(0)
     gate_explorer(TinyLM(len(vocab)), vocab, ["1357"])  # first drawn at step 2: after <sos> 1 3, then 5

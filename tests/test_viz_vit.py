@@ -11,7 +11,14 @@ import pytest
 import torch
 
 from attnlib import VisionTransformer
-from attnlib.viz import draw_patch_map, plot_class_attention, token_labels, vit_diagram, vit_explorer
+from attnlib.viz import (
+    draw_patch_map,
+    explorers,
+    plot_class_attention,
+    token_labels,
+    vit_diagram,
+    vit_explorer,
+)
 from attnlib.viz.vit import draw_image, plot_position_similarity
 
 
@@ -48,12 +55,13 @@ def test_figures(model):
 def test_explorer_redraws_when_any_control_changes(model, monkeypatch):
     shown = []
 
-    def fake_show():
-        fig = plt.gcf()
+    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
+        fig = fig or plt.gcf()
         shown.append(" | ".join([fig._suptitle.get_text(), *(ax.get_title() for ax in fig.axes)]))
         plt.close(fig)
 
     monkeypatch.setattr(plt, "show", fake_show)
+    monkeypatch.setattr(explorers, "_show", fake_show)
     images = torch.rand(3, 1, 8, 8)
     box = vit_explorer(model, images, torch.tensor([1, 2, 3]))
     example, shown_map, occluded = box.children[0].children
@@ -79,11 +87,13 @@ def test_explorer_needs_one_channel_images_and_labels(model):
 def test_explorer_draws_in_eval_mode_and_gives_the_model_its_mode_back(model, monkeypatch):
     modes = []
     monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    monkeypatch.setattr(explorers, "_show", lambda fig: None)
     model.train()
     model.register_forward_pre_hook(lambda module, args: modes.append(module.training))
     box = vit_explorer(model, torch.rand(2, 1, 8, 8), torch.tensor([1, 2]))
     box.children[0].children[0].value = 1  # another image: one more redraw
-    assert len(modes) == 4 and not any(modes), "every forward pass of a redraw runs in eval mode"
+    # one forward pass per image shown (the explorer keeps its results), each in eval mode
+    assert len(modes) == 2 and not any(modes), "every forward pass of a redraw runs in eval mode"
     assert all(m.training for m in model.modules()), "the student's model keeps its own mode"
 
 

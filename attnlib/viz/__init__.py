@@ -17,7 +17,7 @@ import importlib
 
 #: module -> the public names it defines
 _HOMES: dict[str, tuple[str, ...]] = {
-    "heatmaps": ("CMAP", "MASK_COLOURS", "MASK_LABELS", "plot_attention", "plot_bars"),
+    "heatmaps": ("CMAP", "MASK_COLOURS", "MASK_LABELS", "plot_attention", "plot_bars", "replot_attention"),
     "drawing": (
         "CONTEXT",
         "DECODER",
@@ -29,7 +29,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "box",
         "residual_add",
     ),
-    "explorers": ("explorer",),
+    "explorers": ("explorer", "kept_figure", "retitle"),
     "functional": ("attention_diagram", "query_explorer", "temperature_explorer"),
     "masks": ("dropout_explorer", "mask_explorer"),
     "multihead": ("head_explorer", "multihead_diagram"),

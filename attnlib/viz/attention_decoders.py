@@ -15,7 +15,7 @@ from torch import nn
 from ..data import PairDataset, Vocab
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer
-from .heatmaps import CMAP, plot_attention
+from .heatmaps import CMAP, plot_attention, replot_attention
 from .seq2seq import translate
 
 
@@ -177,12 +177,33 @@ def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, ex
     """
     import ipywidgets as widgets
 
-    def draw(example: int, model: str, text: str) -> None:
+    translations: dict[tuple[str, str], tuple] = {}  # greedy decoding, once per model and source
+    figure = None  # kept between redraws and updated in place while the map keeps its shape
+
+    def draw(example: int, model: str, text: str) -> Any:
+        nonlocal figure
         source = text.strip() or data.pairs[example][0]
         try:
-            plot_alignment(models[model], source, data.src_vocab, data.tgt_vocab, name=model)
+            if (model, source) not in translations:
+                translations[model, source] = translate(models[model], source, data.src_vocab, data.tgt_vocab)
+            output, weights, src_labels, out_labels = translations[model, source]
+            if weights is None:
+                raise ValueError("this model has no attention weights to plot")
         except ValueError as error:  # e.g. a typed source shorter than a local window
             print(f"{source!r}: {error}")
+            return None
+        # as plot_alignment draws it
+        figure = replot_attention(
+            figure,
+            weights,
+            src_labels,
+            out_labels,
+            xlabel="source character",
+            ylabel="output character",
+            suptitle=f"{model}: {source!r} -> {output!r}",
+            panel_size=max(3.2, 0.16 * max(weights.shape)),  # about 0.16 inch per token
+        )
+        return figure
 
     example = widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description="example")
     text = widgets.Text(

@@ -13,7 +13,7 @@ import torch
 
 from ..blocks import sinusoidal_encoding
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box, residual_add
-from .explorers import explorer
+from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
 
 
@@ -104,32 +104,66 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
     positions = torch.arange(max_len)
     turn = torch.linspace(0, 2 * math.pi, 200)
 
-    def draw(pair: int, position: int) -> None:
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates
+
+    def draw(pair: int, position: int) -> Any:
         sin_col, cos_col = pe[:, 2 * pair], pe[:, 2 * pair + 1]  # (T,) each
         wavelength = 2 * math.pi * 10000 ** (2 * pair / dim)
-        _, (a1, a2, a3) = plt.subplots(
+        seen = slice(0, position + 1)
+        colours = ["#fde725" if d // 2 == pair else "#3b528b" for d in range(dim)]
+        titles = (
+            f"pair {pair}: wavelength {wavelength:,.1f} positions",
+            f"positions 0..{position}",
+            f"PE[{position}] (pair {pair} highlighted)",
+        )
+        names = (f"sin (dim {2 * pair})", f"cos (dim {2 * pair + 1})")
+        if kept:  # redrawn in place: new curves, points, bars and titles
+            figure = kept["figure"]
+            if kept["pair"] != pair:
+                for line, column, name, text in zip(
+                    kept["curves"], (sin_col, cos_col), names, kept["legend"].get_texts(), strict=True
+                ):
+                    line.set_ydata(column.numpy())
+                    line.set_label(name)
+                    text.set_text(name)
+                figure.axes[0].relim()
+                figure.axes[0].autoscale_view()
+                # another pair's curves span another range, and their ticks may need more room:
+                # the layout is solved again for this view
+                figure.set_layout_engine("constrained")
+                kept["pair"] = pair
+            kept["now"].set_xdata([position, position])
+            kept["walk"].set_offsets(torch.stack([cos_col[seen], sin_col[seen]], 1).numpy())
+            kept["walk"].set_array(positions[seen].numpy())
+            kept["here"].set_offsets([[float(cos_col[position]), float(sin_col[position])]])
+            for bar, value, colour in zip(kept["bars"], pe[position].tolist(), colours, strict=True):
+                bar.set_height(value)
+                bar.set_facecolor(colour)
+            for ax, title in zip(figure.axes, titles, strict=True):
+                ax.set_title(title)
+            return figure
+        fig, (a1, a2, a3) = plt.subplots(
             1, 3, figsize=(13, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [2, 1.1, 2]}
         )
-        a1.plot(positions, sin_col, label=f"sin (dim {2 * pair})", color="#3b528b")
-        a1.plot(positions, cos_col, label=f"cos (dim {2 * pair + 1})", color="#5ec962")
-        a1.axvline(position, color="grey", linestyle=":")
-        a1.set(
-            xlabel="position", ylabel="value", title=f"pair {pair}: wavelength {wavelength:,.1f} positions"
+        kept["curves"] = (
+            a1.plot(positions, sin_col, label=names[0], color="#3b528b")[0],
+            a1.plot(positions, cos_col, label=names[1], color="#5ec962")[0],
         )
-        a1.legend(loc="lower left", fontsize=8)
+        kept["now"] = a1.axvline(position, color="grey", linestyle=":")
+        a1.set(xlabel="position", ylabel="value", title=titles[0])
+        kept["legend"] = a1.legend(loc="lower left", fontsize=8)
         a2.plot(torch.cos(turn), torch.sin(turn), color="lightgrey")
-        seen = slice(0, position + 1)
-        a2.scatter(cos_col[seen], sin_col[seen], c=positions[seen], cmap=CMAP, vmin=0, vmax=max_len - 1, s=12)
-        a2.scatter(cos_col[position], sin_col[position], color="#fde725", edgecolor="black", s=60, zorder=3)
-        a2.set(xlabel="cos", ylabel="sin", title=f"positions 0..{position}", aspect="equal")
-        colours = ["#fde725" if d // 2 == pair else "#3b528b" for d in range(dim)]
-        a3.bar(range(dim), pe[position], color=colours)
-        a3.set(
-            xlabel="dimension",
-            ylabel="value",
-            ylim=(-1.1, 1.1),
-            title=f"PE[{position}] (pair {pair} highlighted)",
+        kept["walk"] = a2.scatter(
+            cos_col[seen], sin_col[seen], c=positions[seen], cmap=CMAP, vmin=0, vmax=max_len - 1, s=12
         )
+        kept["here"] = a2.scatter(
+            cos_col[position], sin_col[position], color="#fde725", edgecolor="black", s=60, zorder=3
+        )
+        a2.set(xlabel="cos", ylabel="sin", title=titles[1], aspect="equal")
+        kept["bars"] = a3.bar(range(dim), pe[position], color=colours)
+        a3.set(xlabel="dimension", ylabel="value", ylim=(-1.1, 1.1), title=titles[2])
+        kept.update(pair=pair, figure=kept_figure(fig))
+        return fig
 
     return explorer(
         draw,

@@ -5,6 +5,8 @@ Shapes: ``T`` positions, ``w`` window, ``L`` layers, ``Dh`` head width.
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
@@ -13,7 +15,7 @@ from .._validate import require_positive_int
 from ..masks import receptive_field, sliding_window_mask
 from ..rotary import apply_rotary
 from .drawing import axes_or_new
-from .explorers import explorer
+from .explorers import explorer, kept_figure, retitle
 from .heatmaps import CMAP
 
 
@@ -115,21 +117,40 @@ def receptive_field_explorer(max_len: int = 40):
 
     require_positive_int("max_len", max_len)
 
-    def draw(window: int, layers: int, query: int) -> None:
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates
+
+    def draw(window: int, layers: int, query: int) -> Any:
         mask = sliding_window_mask(max_len, window)
         reach = receptive_field(mask, layers)
-        _, axes = plt.subplots(1, 2, figsize=(11, 5), constrained_layout=True)
         titles = [
             f"one layer: window w={window}",
             f"after L={layers} layers: {int(reach[query].sum())} inputs reach query {query}",
         ]
-        for ax, grid, title in zip(axes, [mask, reach], titles, strict=True):
-            ax.imshow(grid.float().numpy(), cmap=CMAP, vmin=0, vmax=1)
-            ax.add_patch(Rectangle((-0.5, query - 0.5), max_len, 1, fill=False, edgecolor="#fde725", lw=2))
-            ax.set(xlabel="input position (key)", ylabel="output position (query)", title=title)
-        plt.gcf().suptitle(
+        suptitle = (
             f"reach of one output: L·(w-1)+1 = {layers * (window - 1) + 1} positions (fewer near the start)"
         )
+        if kept:  # redrawn in place: new maps, outlines and titles
+            for image, row, grid, title in zip(
+                kept["maps"], kept["rows"], [mask, reach], titles, strict=True
+            ):
+                image.set_data(grid.float().numpy())
+                row.set_y(query - 0.5)
+                image.axes.set_title(title)
+            retitle(kept["figure"], suptitle)
+            return kept["figure"]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 5), constrained_layout=True)
+        kept["maps"], kept["rows"] = [], []
+        for ax, grid, title in zip(axes, [mask, reach], titles, strict=True):
+            kept["maps"].append(ax.imshow(grid.float().numpy(), cmap=CMAP, vmin=0, vmax=1))
+            kept["rows"].append(
+                ax.add_patch(
+                    Rectangle((-0.5, query - 0.5), max_len, 1, fill=False, edgecolor="#fde725", lw=2)
+                )
+            )
+            ax.set(xlabel="input position (key)", ylabel="output position (query)", title=title)
+        fig.suptitle(suptitle)
+        kept["figure"] = kept_figure(fig)
+        return fig
 
     return explorer(
         draw,

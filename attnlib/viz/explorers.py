@@ -12,12 +12,17 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 
-def explorer(draw: Callable[..., None], **controls: Any):
+def explorer(draw: Callable[..., Any], **controls: Any):
     """A row of controls above a plot that redraws whenever a control changes.
 
     Args:
-        draw: called with the controls' values as keyword arguments; it draws with
-            matplotlib (the figure is shown for it).
+        draw: called with the controls' values as keyword arguments. It either draws a new
+            figure with pyplot and returns None (the figure is shown for it), or returns a
+            figure that it keeps and updates in place from one redraw to the next (see
+            :func:`kept_figure`), which is shown instead: no new axes, colour bar or texts,
+            no pyplot bookkeeping, and the layout of its first view kept, so the plot answers
+            at once. A draw whose layout must change returns a new figure (a new shape) or
+            turns constrained layout on again for one view (``set_layout_engine("constrained")``).
         **controls: ipywidgets controls, by the keyword ``draw`` expects.
 
     Returns:
@@ -30,8 +35,14 @@ def explorer(draw: Callable[..., None], **controls: Any):
     def redraw(_change: object = None) -> None:
         with out:
             out.clear_output(wait=True)
-            draw(**{name: c.value for name, c in controls.items()})
-            plt.show()
+            figure = draw(**{name: c.value for name, c in controls.items()})
+            if figure is None:
+                plt.show()
+            else:
+                _show(figure)
+                # Its first view solved the constrained layout; later redraws keep the axes where
+                # it put them rather than solve it again (a third of a redraw's time).
+                figure.set_layout_engine("none")
 
     for control in controls.values():
         control.observe(redraw, names="value")
@@ -41,6 +52,30 @@ def explorer(draw: Callable[..., None], **controls: Any):
     # track to nothing (JupyterLab at 1024 px with the file browser open).
     row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap", gap="0 1em"))
     return widgets.VBox([row, out])
+
+
+def kept_figure(figure: Any) -> Any:
+    """Hand ``figure`` over from pyplot to an explorer's ``draw``, which keeps and updates it.
+
+    pyplot forgets it (so it is not shown a second time when the cell ends, and showing it
+    does not close it); the explorer shows it with ``display``. Returns the figure.
+    """
+    plt.close(figure)
+    return figure
+
+
+def retitle(figure: Any, suptitle: str) -> None:
+    """A kept figure's new title, where its first view's layout put the old one (``suptitle()``
+    would move it back to matplotlib's default place)."""
+    figure._suptitle.set_text(suptitle)
+
+
+def _show(figure: Any) -> None:
+    """Show a kept figure in the output being written: the PNG the inline backend's
+    ``plt.show()`` makes of it (the same first view), without closing it."""
+    from IPython.display import display
+
+    display(figure)
 
 
 def _fit(control: Any, widgets: Any) -> None:

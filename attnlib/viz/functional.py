@@ -14,8 +14,8 @@ import torch
 
 from ..functional import attention_scores
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
-from .explorers import explorer
-from .heatmaps import plot_attention, plot_bars
+from .explorers import explorer, kept_figure, retitle
+from .heatmaps import plot_bars, replot_attention
 
 
 def attention_diagram(
@@ -103,16 +103,36 @@ def query_explorer(inputs: torch.Tensor, tokens: Sequence[str]):
     """
     import ipywidgets as widgets
 
-    def draw(query: int) -> None:
+    figure = None  # kept between redraws and updated in place
+
+    def draw(query: int) -> Any:
+        nonlocal figure
         scores = inputs @ inputs[query]  # (T, D) @ (D,) -> (T,)
         weights = torch.softmax(scores, dim=0)
         context = weights @ inputs  # (T,) @ (T, D) -> (D,)
+        title = f"scores for query '{tokens[query]}'"
+        suptitle = "context vector = " + ", ".join(f"{v:.4f}" for v in context.tolist())
+        if figure is not None:  # redrawn in place: new bars, their numbers, limits and titles
+            for ax, values in zip(figure.axes, (scores, weights), strict=True):
+                bars = ax.containers[0]
+                for bar, value in zip(bars, values.tolist(), strict=True):
+                    bar.set_height(value)
+                for text in ax.texts[:]:  # the numbers on the bars
+                    text.remove()
+                ax.bar_label(bars, fmt="%.3f", fontsize=8)
+                ax.relim()
+                ax.autoscale_view()
+            figure.axes[0].set_title(title)
+            retitle(figure, suptitle)
+            return figure
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True)
-        plot_bars(scores, tokens, ax=a1, ylabel="score  x_i · q", title=f"scores for query '{tokens[query]}'")
+        plot_bars(scores, tokens, ax=a1, ylabel="score  x_i · q", title=title)
         plot_bars(
             weights, tokens, ax=a2, ylabel="weight", title="softmax weights (sum to 1)", color="#21918c"
         )
-        fig.suptitle("context vector = " + ", ".join(f"{v:.4f}" for v in context.tolist()))
+        fig.suptitle(suptitle)
+        figure = kept_figure(fig)
+        return figure
 
     picker = widgets.ToggleButtons(
         options=[(t, i) for i, t in enumerate(tokens)], value=1, description="query"
@@ -131,10 +151,14 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
     raw = attention_scores(queries, keys, scale=1.0).detach()  # (T, T)
     d_k = queries.shape[-1]
 
-    def draw(scale: float) -> None:
+    figure = None  # kept between redraws and updated in place
+
+    def draw(scale: float) -> Any:
+        nonlocal figure
         weights = torch.softmax(raw * scale, dim=-1)
         entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1).mean()
-        plot_attention(
+        figure = replot_attention(
+            figure,
             weights,
             tokens,
             annotate=len(tokens) <= 8,
@@ -142,6 +166,7 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
             suptitle=f"scale = {scale:.3f}   (1/sqrt(d_k) = {d_k**-0.5:.3f})\n"
             f"mean entropy {entropy:.3f} nats (uniform: {math.log(len(tokens)):.3f})",
         )
+        return figure
 
     slider = widgets.FloatLogSlider(
         value=d_k**-0.5, base=10, min=-2, max=2, step=0.02, description="scale", readout_format=".3f"

@@ -16,7 +16,7 @@ from ..gpt import GPT
 from ..modes import evaluating
 from ..sampling import next_token_probs
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, box, residual_add
-from .explorers import explorer
+from .explorers import explorer, kept_figure
 
 
 def encode_prompt(vocab: Vocab, prompt: str) -> torch.Tensor:
@@ -46,13 +46,17 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
 
     labels = vocab.tokens(range(len(vocab)))
 
-    def draw(prompt: str, temperature: float, top_k: int, top_p: float) -> None:
+    logits_of: dict[str, torch.Tensor] = {}  # the model's next-token logits, once per prompt
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates
+
+    def draw(prompt: str, temperature: float, top_k: int, top_p: float) -> Any:
         nucleus = None if top_p >= 1 else top_p
         room = model.context_length - max_new_tokens - 1  # SOS + prompt + continuation must fit
         shown = prompt[-room:] if room > 0 else ""
         idx = encode_prompt(vocab, shown)  # (1, T)
         with evaluating(model), torch.no_grad():
-            logits = model(idx)[0, -1]  # (V,)
+            if shown not in logits_of:
+                logits_of[shown] = model(idx)[0, -1]  # (V,)
             new = model.generate(
                 idx,
                 max_new_tokens,
@@ -61,22 +65,33 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
                 generator=torch.Generator().manual_seed(seed),
                 top_p=nucleus,
             )[0, idx.shape[1] :]
+        logits = logits_of[shown]
         probs = next_token_probs(logits, temperature, top_k, top_p=nucleus)  # (V,)
         plain = torch.softmax(logits, dim=-1)
-        _, ax = plt.subplots(figsize=(10, 3.4), constrained_layout=True)
-        ax.bar(range(len(labels)), probs.numpy(), color=WEIGHT, label="sampled from")
-        ax.scatter(
+        cut = "" if shown == prompt else f" (first {len(prompt) - len(shown)} characters cut)"
+        title = (
+            f"T={temperature:.2f}, top-k={top_k}, top-p={top_p:.2f}: '{shown}' -> '{vocab.decode(new)}'"
+            f"  (seed {seed}){cut}"
+        )
+        if kept:  # redrawn in place: new bar heights, model ticks and title
+            for bar, prob in zip(kept["bars"], probs.tolist(), strict=True):
+                bar.set_height(prob)
+            kept["model"].set_offsets(
+                torch.stack([torch.arange(len(labels), dtype=plain.dtype), plain], 1).numpy()
+            )
+            kept["bars"][0].axes.set_title(title, fontsize=10)
+            return kept["figure"]
+        fig, ax = plt.subplots(figsize=(10, 3.4), constrained_layout=True)
+        kept["bars"] = ax.bar(range(len(labels)), probs.numpy(), color=WEIGHT, label="sampled from")
+        kept["model"] = ax.scatter(
             range(len(labels)), plain.numpy(), marker="_", s=250, color="black", label="model (T=1, all)"
         )
         ax.set_xticks(range(len(labels)), labels, rotation=45)
         ax.set(xlabel="next token", ylabel="probability", ylim=(0, 1.05))
         ax.legend(loc="upper right", fontsize=8)
-        cut = "" if shown == prompt else f" (first {len(prompt) - len(shown)} characters cut)"
-        ax.set_title(
-            f"T={temperature:.2f}, top-k={top_k}, top-p={top_p:.2f}: '{shown}' -> '{vocab.decode(new)}'"
-            f"  (seed {seed}){cut}",
-            fontsize=10,
-        )
+        ax.set_title(title, fontsize=10)
+        kept["figure"] = kept_figure(fig)
+        return fig
 
     return explorer(
         draw,

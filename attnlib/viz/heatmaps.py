@@ -134,6 +134,53 @@ def plot_attention(
     return fig
 
 
+def replot_attention(figure: Any, weights: Any, x_labels: Sequence[str] | None = None,
+                     y_labels: Sequence[str] | None = None, **options: Any):  # fmt: skip
+    """:func:`plot_attention` of one map for an explorer: ``figure`` redrawn in place, or a new one.
+
+    ``figure`` (a figure this function returned before, or None) is updated in place when it
+    shows a map of the same shape, with the same labels and ``options`` other than ``vmax`` and
+    ``suptitle``: new weights, colour range, cell numbers and title, and no new axes or colour
+    bar. Otherwise a new figure is drawn. Either way it looks as :func:`plot_attention`
+    draws it, and is not one of pyplot's figures (an explorer shows it, see
+    :func:`~attnlib.viz.explorers.kept_figure`).
+
+    Args:
+        figure: the figure of the previous redraw, or None.
+        weights: ``(Tq, Tk)``, not a mask. x_labels, y_labels, **options: as :func:`plot_attention`.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    from .explorers import kept_figure, retitle
+
+    w = torch.as_tensor(weights).detach().float().cpu()
+    if w.ndim != 2:
+        raise ValueError(f"expected weights of shape (Tq, Tk), got {tuple(w.shape)}")
+    if y_labels is None and x_labels is not None and w.shape[0] == w.shape[1]:
+        y_labels = x_labels
+    fixed = {k: v for k, v in options.items() if k not in ("vmax", "suptitle")}
+    key = (tuple(w.shape), fixed, list(x_labels or []), list(y_labels or []))
+    if getattr(figure, "_attnlib_replot", None) != key:  # new labels need a new layout
+        figure = kept_figure(plot_attention(w, x_labels, y_labels, **options))
+        figure._attnlib_replot = key
+        return figure
+    ax, vmin = figure.axes[0], options.get("vmin", 0.0)
+    vmax = options.get("vmax")
+    vmax = float(w.max()) if vmax is None else vmax
+    image = ax.images[0]
+    image.set_data(w.numpy())
+    image.set_clim(vmin, vmax)  # the colour bar follows
+    if options.get("annotate"):
+        middle = ((vmin or 0.0) + vmax) / 2
+        for text, value in zip(ax.texts, w.flatten().tolist(), strict=True):
+            text.set_text(f"{value:.2f}")
+            text.set_color("black" if value > middle else "white")
+    if options.get("suptitle"):
+        retitle(figure, options["suptitle"])
+    return figure
+
+
 def _annotate(ax, w: torch.Tensor, vmin: float, vmax: float) -> None:
     middle = (vmin + vmax) / 2
     for (r, c), value in zip(

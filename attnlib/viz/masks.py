@@ -6,6 +6,7 @@ Shapes: ``T`` tokens; scores and weights are ``(T, T)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from ..functional import masked_softmax
 from ..masks import causal_mask, combine_masks
 from .explorers import explorer
-from .heatmaps import plot_attention
+from .heatmaps import replot_attention
 
 
 def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
@@ -27,7 +28,10 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
     scores = scores.detach()
     t = scores.shape[-1]
 
-    def draw(causal: bool, n_pad: int) -> None:
+    figure = None  # kept between redraws and updated in place
+
+    def draw(causal: bool, n_pad: int) -> Any:
+        nonlocal figure
         keep = torch.arange(t) < t - n_pad  # (T,) True for real tokens
         mask = combine_masks(causal_mask(t) if causal else None, keep[None, :] if n_pad else None)
         weights = masked_softmax(scores, mask)
@@ -35,7 +39,8 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
         title = f"causal={causal}, padding={n_pad}: rows sum to " + " ".join(
             f"{s:.0f}" for s in weights.sum(-1).tolist()
         )
-        plot_attention(weights, labels, annotate=t <= 8, vmax=1.0, suptitle=title)
+        figure = replot_attention(figure, weights, labels, annotate=t <= 8, vmax=1.0, suptitle=title)
+        return figure
 
     return explorer(
         draw,
@@ -57,14 +62,18 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
 
     weights = weights.detach()
 
-    def draw(p: float, seed: int, training: bool) -> None:
+    figure = None  # kept between redraws and updated in place
+
+    def draw(p: float, seed: int, training: bool) -> Any:
+        nonlocal figure
         # torch's own dropout under the chosen seed: seed 123, p=0.5 shows the draw printed in
         # Raschka (2024, ch. 3)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             dropped = F.dropout(weights, p, training=training)
         scale = 1 / (1 - p) if training else 1.0
-        plot_attention(
+        figure = replot_attention(
+            figure,
             dropped,
             tokens,
             annotate=len(tokens) <= 8,
@@ -72,6 +81,7 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
             suptitle=f"p={p:.2f}, {'train' if training else 'eval'}: kept weights x {scale:.2f}\n"
             "row sums " + " ".join(f"{s:.2f}" for s in dropped.sum(-1).tolist()),
         )
+        return figure
 
     p = widgets.FloatSlider(value=0.5, min=0.0, max=0.9, step=0.05, description="p")
     seed = widgets.IntSlider(value=123, min=0, max=200, description="seed")

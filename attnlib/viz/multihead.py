@@ -14,7 +14,7 @@ from matplotlib.patches import Rectangle
 
 from .drawing import DECODER, ENCODER, arrow, axes_or_new, box
 from .explorers import explorer
-from .heatmaps import plot_attention
+from .heatmaps import replot_attention
 
 
 def multihead_diagram(num_heads: int = 2, *, ax: Any = None) -> Any:
@@ -88,9 +88,18 @@ def head_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     w = weights.detach()
     w = w[0] if w.ndim == 4 else w  # (H, T, T)
 
-    def draw(head: int) -> None:
-        plot_attention(
-            w[head], tokens, annotate=len(tokens) <= 8, vmax=1.0, suptitle=f"head {head} of {w.shape[0]}"
+    figure = None  # kept between redraws and updated in place
+
+    def draw(head: int) -> Any:
+        nonlocal figure
+        figure = replot_attention(
+            figure,
+            w[head],
+            tokens,
+            annotate=len(tokens) <= 8,
+            vmax=1.0,
+            suptitle=f"head {head} of {w.shape[0]}",
         )
+        return figure
 
     return explorer(draw, head=widgets.IntSlider(value=0, min=0, max=w.shape[0] - 1, description="head"))

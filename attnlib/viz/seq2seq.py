@@ -15,7 +15,7 @@ from torch import nn
 from ..data import Vocab
 from ..tasks import digit_pairs
 from .drawing import CONTEXT, DECODER, ENCODER, arrow, axes_or_new, box
-from .explorers import explorer
+from .explorers import explorer, kept_figure
 
 
 def seq2seq_diagram(
@@ -134,16 +134,30 @@ def copy_explorer(model: nn.Module, vocab: Vocab, *, reverse: bool = False, max_
     """
     import ipywidgets as widgets
 
-    def draw(length: int, seed: int) -> None:
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates, for one length
+
+    def draw(length: int, seed: int) -> Any:
         source, target = digit_pairs(1, seed, min_len=length, max_len=length, reverse=reverse)[0]
         output = translate(model, source, vocab, vocab, max_len=length + 5)[0]
         right = [i < len(output) and output[i] == c for i, c in enumerate(target)]
-        _, ax = plt.subplots(figsize=(max(6.0, 0.22 * length), 1.9), constrained_layout=True)
-        ax.bar(range(length), [1] * length, color=["#21918c" if r else "#fde725" for r in right])
+        colours = ["#21918c" if r else "#fde725" for r in right]
+        title = f"{sum(right)}/{length} digits right; model wrote {output!r}"
+        if kept.get("length") == length:  # redrawn in place: new colours, digits and title
+            for bar, colour in zip(kept["bars"], colours, strict=True):
+                bar.set_facecolor(colour)
+            ax = kept["bars"][0].axes
+            ax.set_xticklabels(list(target))
+            ax.set_title(title, fontsize=9)
+            return kept["figure"]
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.22 * length), 1.9), constrained_layout=True)
+        kept["bars"] = ax.bar(range(length), [1] * length, color=colours)
         ax.set_xticks(range(length), list(target), fontsize=8)
         ax.set_yticks([])
         ax.set_xlabel("target digit (teal: right, yellow: wrong)")
-        ax.set_title(f"{sum(right)}/{length} digits right; model wrote {output!r}", fontsize=9)
+        ax.set_title(title, fontsize=9)
+        # another length has another number of bars (and a wider figure): a new figure
+        kept.update(length=length, figure=kept_figure(fig))
+        return fig
 
     return explorer(
         draw,

@@ -15,7 +15,7 @@ from torch import nn
 
 from ..data import Vocab
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box
-from .explorers import explorer
+from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
 
 
@@ -167,15 +167,35 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         all_ids.append(ids[0].tolist())
     symbols = vocab.tokens(range(len(vocab)))
 
-    def draw(example: int, step: int, quantity: str, temperature: float) -> None:
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates, for one sequence
+
+    def draw(example: int, step: int, quantity: str, temperature: float) -> Any:
         tokens = labels[example]
         t = min(step, len(tokens) - 2)  # a shorter sequence stops at its last step
         values = traces[example][quantity].T  # (H, T)
+        signed = quantity in ("candidate g", "cell state c", "hidden state h")
+        lim = max(1.0, float(values.abs().max())) if quantity == "cell state c" else 1.0
+        probs = torch.softmax(logits[example][t] / temperature, dim=-1)  # (V,)
+        gold = all_ids[example][t + 1]
+        # teal marks what is right, as in notebook 07's copy explorer; the rest in grey
+        colours = ["#21918c" if i == gold else "#b0b0b0" for i in range(len(symbols))]
+        left_title = f"{quantity}, every step"
+        right_title = f"after {tokens[t]!r} (step {t + 1}), temperature {temperature:.2f}"
+        if kept.get("example") == example:  # the same sequence: redrawn in place
+            image = kept["image"]
+            image.set_data(values.numpy())
+            image.set_cmap("PuOr" if signed else CMAP)
+            image.set_clim(-lim if signed else 0.0, lim)  # the colour bar follows
+            kept["step"].set_x(t - 0.5)
+            image.axes.set_title(left_title)
+            for bar, prob, colour in zip(kept["bars"], probs.tolist(), colours, strict=True):
+                bar.set_height(prob)
+                bar.set_facecolor(colour)
+            kept["bars"][0].axes.set_title(right_title)
+            return kept["figure"]
         fig, (left, right) = plt.subplots(
             1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1.1, 1]}, constrained_layout=True
         )
-        signed = quantity in ("candidate g", "cell state c", "hidden state h")
-        lim = max(1.0, float(values.abs().max())) if quantity == "cell state c" else 1.0
         image = left.imshow(
             values.numpy(),
             aspect="auto",
@@ -183,20 +203,21 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
             vmin=-lim if signed else 0.0,
             vmax=lim,
         )
-        left.add_patch(plt.Rectangle((t - 0.5, -0.5), 1, values.shape[0], fill=False, ec="black", lw=2))
+        kept["step"] = left.add_patch(
+            plt.Rectangle((t - 0.5, -0.5), 1, values.shape[0], fill=False, ec="black", lw=2)
+        )
         left.set_xticks(range(values.shape[1]), tokens[:-1])
-        left.set(xlabel="input token (step)", ylabel="hidden unit", title=f"{quantity}, every step")
+        left.set(xlabel="input token (step)", ylabel="hidden unit", title=left_title)
         fig.colorbar(image, ax=left, shrink=0.8)
-        probs = torch.softmax(logits[example][t] / temperature, dim=-1)  # (V,)
-        gold = all_ids[example][t + 1]
-        # teal marks what is right, as in notebook 07's copy explorer; the rest in grey
-        colours = ["#21918c" if i == gold else "#b0b0b0" for i in range(len(symbols))]
-        right.bar(range(len(symbols)), probs.numpy(), color=colours)
+        kept["bars"] = right.bar(range(len(symbols)), probs.numpy(), color=colours)
         right.set_xticks(range(len(symbols)), symbols, rotation=90)
         right.set_ylim(0, 1)
         right.set(xlabel="next token (teal: the true one)", ylabel="probability")
-        right.set_title(f"after {tokens[t]!r} (step {t + 1}), temperature {temperature:.2f}")
+        right.set_title(right_title)
         fig.suptitle("".join(tokens[1:-1]))
+        # another sequence has other step labels, so it gets a new figure and layout
+        kept.update(example=example, image=image, figure=kept_figure(fig))
+        return fig
 
     def last_step(example: int) -> int:
         return len(labels[example]) - 2  # steps read <sos> and the symbols, not <eos>

@@ -6,11 +6,12 @@ Shapes: ``B`` examples, ``L`` layers, ``H`` heads, ``Tt``/``Ts`` target/source l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from .explorers import explorer
-from .heatmaps import plot_attention
+from .heatmaps import replot_attention
 
 
 def cross_attention_explorer(
@@ -30,12 +31,16 @@ def cross_attention_explorer(
     if len(sources) != b or len(outputs) != b:
         raise ValueError(f"expected {b} sources and outputs, got {len(sources)} and {len(outputs)}")
 
-    def draw(example: int, layer: int, head: int) -> None:
+    figure = None  # kept between redraws and updated in place
+
+    def draw(example: int, layer: int, head: int) -> Any:
+        nonlocal figure
         src, out = list(sources[example]), list(outputs[example])
         grid = w[example, layer, :, : len(out), : len(src)]  # (H, Tt, Ts)
         shown = grid.mean(0) if head == -1 else grid[head]  # (Tt, Ts)
         which = "mean over heads" if head == -1 else f"head {head}"
-        plot_attention(
+        figure = replot_attention(
+            figure,
             shown,
             src,
             out,
@@ -44,6 +49,7 @@ def cross_attention_explorer(
             vmax=1.0,
             suptitle=f"example {example}, layer {layer}, {which}",
         )
+        return figure
 
     heads = [("mean", -1)] + [(str(h), h) for h in range(n_heads)]
     return explorer(

@@ -16,7 +16,7 @@ from ..modes import evaluating
 from ..vit import VisionTransformer
 from ..vit_probes import attention_rollout, occlude
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
-from .explorers import explorer
+from .explorers import explorer, kept_figure, retitle
 from .heatmaps import CMAP
 
 
@@ -93,14 +93,10 @@ def draw_patch_map(
             f"expected a square grid of patches dividing a {h}x{w} image, got {values.numel()} values"
         )
     p = h // side
-    grid = values.view(side, side)  # (Gh, Gw)
-    upsampled = grid.repeat_interleave(p, 0).repeat_interleave(p, 1)  # (Gh, Gw) -> (Hi, Wi), nearest
     shown = ax.imshow(
-        upsampled.numpy(), cmap=CMAP, vmin=0.0, vmax=vmax, extent=(-0.5, w - 0.5, h - 0.5, -0.5)
+        _upsample(values, p).numpy(), cmap=CMAP, vmin=0.0, vmax=vmax, extent=(-0.5, w - 0.5, h - 0.5, -0.5)
     )
-    if float(img.max()) > float(img.min()):
-        level = float(img.min() + 0.5 * (img.max() - img.min()))
-        ax.contour(img.numpy(), levels=[level], colors="white", linewidths=1.8)  # the digit's ink
+    _outline_ink(ax, img)
     for k in range(1, side):
         ax.axhline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
         ax.axvline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
@@ -124,6 +120,53 @@ def draw_patch_map(
     if title:
         ax.set_title(title, fontsize=9)
     return shown
+
+
+def _upsample(values: torch.Tensor, p: int) -> torch.Tensor:
+    side = round(values.numel() ** 0.5)
+    grid = values.reshape(side, side)  # (Gh, Gw)
+    return grid.repeat_interleave(p, 0).repeat_interleave(p, 1)  # (Gh, Gw) -> (Hi, Wi), nearest
+
+
+def _outline_ink(ax: Any, img: torch.Tensor) -> Any:
+    """The digit's ink outlined in white; the contour set, or None for a blank image."""
+    if float(img.max()) > float(img.min()):
+        level = float(img.min() + 0.5 * (img.max() - img.min()))
+        # just under the patch grid's lines, as when it was drawn first, also when redrawn after them
+        return ax.contour(img.numpy(), levels=[level], colors="white", linewidths=1.8, zorder=1.99)
+    return None
+
+
+def _update_vit_figure(
+    kept: dict[str, Any],
+    seen: torch.Tensor,
+    values: torch.Tensor,
+    before: torch.Tensor,
+    after: torch.Tensor,
+    titles: dict[str, str],
+    after_label: str,
+    example: int,
+) -> Any:
+    """:func:`vit_explorer`'s figure redrawn in place: the same picture a new figure would show."""
+    fig = kept["figure"]
+    a1, a2, a3 = kept["input"].axes, kept["map"].axes, kept["legend"].axes
+    kept["input"].set_data(seen.numpy())
+    a1.set_title(titles["input"])
+    upsampled = _upsample(values.float(), seen.shape[0] // round(values.numel() ** 0.5))  # (Hi, Wi)
+    kept["map"].set_data(upsampled.numpy())
+    kept["map"].set_clim(0.0, float(upsampled.max()))  # vmax None: the largest value, as imshow scales it
+    if kept.get("ink") is not None:
+        kept["ink"].remove()
+    kept["ink"] = _outline_ink(a2, seen)
+    a2.set_title(titles["map"], fontsize=9)
+    for bars, probs in ((kept["before"], before), (kept["after"], after)):
+        for bar, prob in zip(bars, probs.tolist(), strict=True):
+            bar.set_height(prob)
+    kept["after"].set_label(after_label)
+    kept["legend"].get_texts()[1].set_text(after_label)
+    a3.set_title(titles["bars"], fontsize=9)
+    retitle(fig, f"test image {example}")
+    return fig
 
 
 def plot_class_attention(image: torch.Tensor, weights: torch.Tensor, *, suptitle: str | None = None):
@@ -313,13 +356,25 @@ def vit_explorer(
     n_layers, n_heads = len(model.blocks), model.blocks[0].attn.num_heads
     p, n = model.patch_embed.patch_size, model.num_patches
 
-    def draw(example: int, shown: tuple[int, int], occluded: int) -> None:
-        image = images[example : example + 1]  # (1, 1, Hi, Wi)
-        seen = image if occluded < 0 else occlude(image, occluded, p, background)
-        with evaluating(model), torch.no_grad():
-            before = torch.softmax(model(image), -1)[0]  # (K,)
-            after = torch.softmax(model(seen), -1)[0]
-            weights = model.attention_weights()[0]  # of `seen`: (L, H, T, T)
+    runs: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def run(example: int, occluded: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The image as the model sees it, its class probabilities and attention weights, computed
+        once per image and occluded patch: moving the map or back to a setting only redraws."""
+        if (example, occluded) not in runs:
+            image = images[example : example + 1]  # (1, 1, Hi, Wi)
+            seen = image if occluded < 0 else occlude(image, occluded, p, background)
+            with evaluating(model), torch.no_grad():
+                probs = torch.softmax(model(seen), -1)[0]  # (K,)
+                weights = model.attention_weights()[0]  # of `seen`: (L, H, T, T)
+            runs[example, occluded] = seen, probs, weights
+        return runs[example, occluded]
+
+    kept: dict[str, Any] = {}  # the figure and the artists a redraw updates
+
+    def draw(example: int, shown: tuple[int, int], occluded: int) -> Any:
+        before = run(example, -1)[1]
+        seen, after, weights = run(example, occluded)
         layer, head = shown
         if layer < 0:
             values, what = attention_rollout(weights)[0, 1:], "rollout"
@@ -327,31 +382,34 @@ def vit_explorer(
             values, what = weights[layer, :, 0, 1:].mean(0), f"layer {layer}, mean of heads"
         else:
             values, what = weights[layer, head, 0, 1:], f"layer {layer}, head {head}"
+        truth = int(labels[example])
+        titles = {
+            "input": "input" + ("" if occluded < 0 else f" (p{occluded} occluded)"),
+            "map": f"class token: {what}",
+            "bars": f"true {truth}: p = {before[truth]:.3f} -> {after[truth]:.3f}; "
+            f"predicted {int(after.argmax())}",
+        }
+        after_label = "occluded" if occluded >= 0 else "(same)"
+        if kept:
+            return _update_vit_figure(kept, seen[0, 0], values, before, after, titles, after_label, example)
         fig, (a1, a2, a3) = plt.subplots(
             1, 3, figsize=(12, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.2, 1.6]}
         )
-        a1.imshow(seen[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=float(images.max()))
-        a1.set(title="input" + ("" if occluded < 0 else f" (p{occluded} occluded)"), xlabel="pixel column")
+        kept["input"] = a1.imshow(seen[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=float(images.max()))
+        a1.set(title=titles["input"], xlabel="pixel column")
         a1.set_ylabel("pixel row")
-        bar = draw_patch_map(a2, seen[0, 0], values, title=f"class token: {what}")
-        fig.colorbar(bar, ax=a2, shrink=0.8, label="weight")
+        kept["map"] = draw_patch_map(a2, seen[0, 0], values, title=titles["map"])
+        kept["ink"] = a2.collections[-1] if a2.collections else None  # the digit's outline
+        fig.colorbar(kept["map"], ax=a2, shrink=0.8, label="weight")
         k = torch.arange(len(before))
-        a3.bar(k - 0.2, before.numpy(), width=0.4, color="#3b528b", label="original")
-        a3.bar(
-            k + 0.2,
-            after.numpy(),
-            width=0.4,
-            color="#5ec962",
-            label="occluded" if occluded >= 0 else "(same)",
-        )
+        kept["before"] = a3.bar(k - 0.2, before.numpy(), width=0.4, color="#3b528b", label="original")
+        kept["after"] = a3.bar(k + 0.2, after.numpy(), width=0.4, color="#5ec962", label=after_label)
         a3.set(xticks=k.tolist(), xlabel="class (digit)", ylabel="probability", ylim=(0, 1.05))
-        a3.legend(fontsize=8, loc="upper left")
-        truth = int(labels[example])
-        a3.set_title(
-            f"true {truth}: p = {before[truth]:.3f} -> {after[truth]:.3f}; predicted {int(after.argmax())}",
-            fontsize=9,
-        )
+        kept["legend"] = a3.legend(fontsize=8, loc="upper left")
+        a3.set_title(titles["bars"], fontsize=9)
         fig.suptitle(f"test image {example}")
+        kept["figure"] = kept_figure(fig)
+        return fig
 
     maps = [("rollout", (-1, -1))]
     for layer in range(n_layers):
