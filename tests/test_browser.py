@@ -51,6 +51,16 @@ UNRENDERED_MATHS = r"""() => {
 BROKEN_IMAGES = (
     "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
 )
+# Whether the slide number lies over one of reveal.js's arrows.
+NUMBER_ON_A_CONTROL = r"""() => {
+  const n = document.querySelector(".slide-number");
+  if (!n) return false;
+  const a = n.getBoundingClientRect();
+  return [...document.querySelectorAll(".controls button")].some(b => {
+    const r = b.getBoundingClientRect();
+    return r.width > 0 && !(r.right <= a.left || r.left >= a.right || r.bottom <= a.top || r.top >= a.bottom);
+  });
+}"""
 ELEMENT_IDS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 # Walk every slide; report the ones whose content leaves the viewport or clips a code line.
@@ -156,6 +166,8 @@ def _check(page, path: Path, problems: list[str], shots: Path | None) -> dict | 
         page.wait_for_function("() => window.Reveal && Reveal.isReady()")
         slides = page.evaluate(WALK_SLIDES)
         problems += [f"{name}: {bad}" for bad in slides["bad"] + slides["small"]]
+        if page.evaluate(NUMBER_ON_A_CONTROL):
+            problems.append(f"{name}: the slide number overlaps a navigation control")
         page.evaluate("() => Reveal.slide(0, 0)")
     if shots is not None:
         page.screenshot(path=str(shots / f"{path.stem}.png"), full_page=slides is None)
