@@ -71,6 +71,22 @@ def constructor_problem(
     return None
 
 
+def keyword_constructor_problem(
+    title: str, cls: type, name: str, expected: str, **kwargs: Any
+) -> Verdict | None:
+    """:func:`constructor_problem` for a check that builds ``cls(**kwargs)`` by keyword, as
+    ``expected`` (e.g. ``"(d_in, d_out, ...)"``) says."""
+    return constructor_problem(
+        title,
+        cls,
+        lambda signature: (
+            f"the check builds {name}{expected}, passing each argument by that name; "
+            f"your constructor is {name}{signature}."
+        ),
+        **kwargs,
+    )
+
+
 def build(
     title: str,
     cls: type,

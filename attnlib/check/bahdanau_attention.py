@@ -22,7 +22,7 @@ from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
 from ._core import FAIL, PASS, Case, Mistake, Verdict, _describe, raised, run_check, run_check_parts, seeded
-from ._modules import build, class_problem, constructor_problem
+from ._modules import build, class_problem, keyword_constructor_problem
 
 __all__ = ["additive_module", "additive_scores", "decoder_step", "precomputed_scores"]
 
@@ -425,15 +425,7 @@ def _module_preflight(cls: object, configs: list[dict]) -> Verdict | None:
     )
     if problem is not None:
         return problem
-    problem = constructor_problem(
-        title,
-        cls,
-        lambda signature: (
-            f"the check builds {name}{_SIGNATURE}, passing each argument by that name; "
-            f"your constructor is {name}{signature}."
-        ),
-        **configs[0],
-    )
+    problem = keyword_constructor_problem(title, cls, name, _SIGNATURE, **configs[0])
     if problem is not None:
         return problem
     if cls.forward is nn.Module.forward:

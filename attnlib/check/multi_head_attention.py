@@ -37,7 +37,7 @@ from ._core import (
     seeded,
     whole_number,
 )
-from ._modules import build, class_problem, constructor_problem, dropout_still_on, outputs_differ
+from ._modules import build, class_problem, dropout_still_on, keyword_constructor_problem, outputs_differ
 
 __all__ = ["fuse_heads", "head_qkv_rows", "head_score_matrices", "mha_parameters", "multihead_module"]
 
@@ -518,15 +518,7 @@ def _preflight(title: str, cls: object, configs: list[dict]) -> Verdict | None:
         return problem
     if cls.__init__ is nn.Module.__init__:
         return Verdict(False, f"{FAIL} {title}: {name} needs its own __init__{_SIGNATURE}.")
-    problem = constructor_problem(
-        title,
-        cls,
-        lambda signature: (
-            f"the check builds {name}{_SIGNATURE}, passing each argument by that name; "
-            f"your constructor is {name}{signature}."
-        ),
-        **configs[0],
-    )
+    problem = keyword_constructor_problem(title, cls, name, _SIGNATURE, **configs[0])
     if problem is not None:
         return problem
     if cls.forward is nn.Module.forward:

@@ -496,6 +496,56 @@ def _layer_mistake(kind: str) -> Callable[..., torch.Tensor]:
     return wrong
 
 
+def _built_layer(title: str, student_cls: object, check_name: str, args: tuple, base: str, parts: Any) -> Any:
+    """The student's layer for 10.4 or 10.6, built as ``student_cls(*args)`` and checked to hold
+    the sublayers ``parts`` needs; or the :class:`Verdict` that says why it cannot be (not a class,
+    not an nn.Module, a constructor the call does not fit, a build that raises, missing parts)."""
+    problem = class_problem(
+        title,
+        student_cls,
+        instance=f"pass the class itself, `check.{check_name}({type(student_cls).__name__})`, "
+        "not a layer built from it: the check builds its own.",
+        not_a_module=lambda obj: f"expected a class derived from nn.Module, got {_describe(obj)}.",
+    )
+    if problem is not None:  # (not `problem or ...`: a failing Verdict is falsy)
+        return problem
+    problem = constructor_problem(
+        title,
+        student_cls,
+        lambda signature: (
+            f"the check builds `{student_cls.__name__}{args}`, but your constructor "
+            f"takes `{signature}`; it must take the first arguments of attnlib's "
+            f"{base}: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
+        ),
+        *args,
+    )
+    if problem is not None:
+        return problem
+    layer = build(
+        title,
+        student_cls,
+        f": `{student_cls.__name__}{args}`",
+        *args,
+        seed=0,
+        super_hint="call `super().__init__()` first in your `__init__`, before creating any sublayer",
+    )
+    if isinstance(layer, Verdict):
+        return layer
+    try:
+        parts(layer, args)
+    except UnfitError as unfit:
+        return Verdict(False, f"{FAIL} {title}: {unfit}.")
+    return layer
+
+
+#: What a layer whose output changes from call to call in eval mode is told.
+DROPOUT_STILL_ON = (
+    "in eval mode your layer gives a different output at every call: dropout is "
+    "still active.\n   hint: use nn.Dropout modules (they switch off with .eval()); "
+    "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`"
+)
+
+
 def encoder_layer(student_cls: Any) -> Verdict:
     """Exercise 10.4: ``student_cls`` a pre-LN encoder layer class, built as
     ``student_cls(dim, n_heads, hidden_dim, dropout)`` from attnlib's ``MultiHeadAttention``,
@@ -506,49 +556,12 @@ def encoder_layer(student_cls: Any) -> Verdict:
     the two in eval mode.
     """
     title = "Exercise 10.4 — a pre-LN encoder layer, whole"
-    problem = class_problem(
-        title,
-        student_cls,
-        instance=f"pass the class itself, `check.encoder_layer({type(student_cls).__name__})`, "
-        "not a layer built from it: the check builds its own.",
-        not_a_module=lambda obj: f"expected a class derived from nn.Module, got {_describe(obj)}.",
-    )
-    if problem is not None:
-        return problem
-    problem = constructor_problem(
-        title,
-        student_cls,
-        lambda signature: (
-            f"the check builds `{student_cls.__name__}{LAYER_ARGS}`, but your constructor "
-            f"takes `{signature}`; it must take the first arguments of attnlib's "
-            f"EncoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
-        ),
-        *LAYER_ARGS,
-    )
-    if problem is not None:
-        return problem
-    layer = build(
-        title,
-        student_cls,
-        f": `{student_cls.__name__}{LAYER_ARGS}`",
-        *LAYER_ARGS,
-        seed=0,
-        super_hint="call `super().__init__()` first in your `__init__`, before creating any sublayer",
-    )
+    layer = _built_layer(title, student_cls, "encoder_layer", LAYER_ARGS, "EncoderLayer", _parts)
     if isinstance(layer, Verdict):
         return layer
-    try:
-        _parts(layer, LAYER_ARGS)
-    except UnfitError as unfit:
-        return Verdict(False, f"{FAIL} {title}: {unfit}.")
     cases = _layer_cases()
     if _dropout_in_eval(student_cls, cases[1]):
-        return Verdict(
-            False,
-            f"{FAIL} {title}: in eval mode your layer gives a different output at every call: dropout is "
-            "still active.\n   hint: use nn.Dropout modules (they switch off with .eval()); "
-            "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`",
-        )
+        return Verdict(False, f"{FAIL} {title}: {DROPOUT_STILL_ON}")
     hints = {
         "post-LN": "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN "
         "normalises the sublayer's *input* and adds the raw x: x + sublayer(norm(x))",
@@ -990,41 +1003,9 @@ def decoder_layer(student_cls: Any) -> Verdict:
     the student's forward uses them) and compares the two in eval mode.
     """
     title = "Exercise 10.6 — a decoder layer, whole"
-    problem = class_problem(
-        title,
-        student_cls,
-        instance=f"pass the class itself, `check.decoder_layer({type(student_cls).__name__})`, "
-        "not a layer built from it: the check builds its own.",
-        not_a_module=lambda obj: f"expected a class derived from nn.Module, got {_describe(obj)}.",
-    )
-    if problem is not None:
-        return problem
-    problem = constructor_problem(
-        title,
-        student_cls,
-        lambda signature: (
-            f"the check builds `{student_cls.__name__}{DECODER_ARGS}`, but your constructor "
-            f"takes `{signature}`; it must take the first arguments of attnlib's "
-            f"DecoderLayer: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
-        ),
-        *DECODER_ARGS,
-    )
-    if problem is not None:
-        return problem
-    layer = build(
-        title,
-        student_cls,
-        f": `{student_cls.__name__}{DECODER_ARGS}`",
-        *DECODER_ARGS,
-        seed=0,
-        super_hint="call `super().__init__()` first in your `__init__`, before creating any sublayer",
-    )
+    layer = _built_layer(title, student_cls, "decoder_layer", DECODER_ARGS, "DecoderLayer", _decoder_parts)
     if isinstance(layer, Verdict):
         return layer
-    try:
-        _decoder_parts(layer, DECODER_ARGS)
-    except UnfitError as unfit:
-        return Verdict(False, f"{FAIL} {title}: {unfit}.")
     cases = _decoder_cases()
     args, *inputs = cases[1].args
     try:
@@ -1032,12 +1013,7 @@ def decoder_layer(student_cls: Any) -> Verdict:
     except Exception:  # run_check reports the student's error in words
         fitted = None
     if fitted is not None and dropout_still_on(fitted, *inputs):
-        return Verdict(
-            False,
-            f"{FAIL} {title}: in eval mode your layer gives a different output at every call: dropout is "
-            "still active.\n   hint: use nn.Dropout modules (they switch off with .eval()); "
-            "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`",
-        )
+        return Verdict(False, f"{FAIL} {title}: {DROPOUT_STILL_ON}")
     mistakes = [Mistake(hint, _decoder_mistake(kind)) for kind, hint in _DECODER_HINTS.items()]
 
     def student(args, x, memory, src_mask, tgt_mask):
