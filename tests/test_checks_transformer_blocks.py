@@ -15,6 +15,7 @@ import attnlib
 from attnlib import check
 from attnlib.blocks import sinusoidal_encoding
 from attnlib.check import transformer_blocks as blocks_checks
+from attnlib.torch_reference import copy_encoder_layer
 from attnlib.transformer import Transformer
 from tests.checks_shared import assert_hint, shape_error
 from tools import student
@@ -143,18 +144,7 @@ def test_pre_ln_encoder_layer_equals_torch():
     """The reference of 10.4 is PyTorch's pre-LN encoder layer, weight for weight."""
     layer = blocks_checks._reference_layer(*blocks_checks.LAYER_ARGS)
     theirs = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True, norm_first=True, layer_norm_eps=1e-6)
-    att = layer.attention
-    with torch.no_grad():
-        theirs.self_attn.in_proj_weight.copy_(
-            torch.cat([att.W_query.weight, att.W_key.weight, att.W_value.weight])
-        )
-        theirs.self_attn.in_proj_bias.copy_(torch.cat([att.W_query.bias, att.W_key.bias, att.W_value.bias]))
-        theirs.self_attn.out_proj.load_state_dict(att.out_proj.state_dict())
-        theirs.linear1.load_state_dict(layer.feed_forward.w1.state_dict())
-        theirs.linear2.load_state_dict(layer.feed_forward.w2.state_dict())
-        for norm, ours in ((theirs.norm1, layer.attention_norm), (theirs.norm2, layer.ffn_norm)):
-            norm.weight.copy_(ours.gamma)
-            norm.bias.copy_(ours.beta)
+    copy_encoder_layer(theirs, layer)
     x = torch.randn(2, 5, 8)
     mask = attnlib.padding_mask(torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]]), 0)
     out = theirs.eval()(x, src_key_padding_mask=attnlib.to_masked_out(mask[:, 0, 0]))
