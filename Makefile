@@ -23,20 +23,19 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable execute bench student slides site links compat lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides site links compat lock clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
-# nbval-portable re-runs the notebooks with this CPU's vector code paths switched one
-# generation down: AVX-512 -> AVX2 (what most laptops and hosted CI runners have), AVX2 ->
-# AVX without FMA and ATen's non-vectorised kernels. Other code paths round differently, so a
-# printed number that depends on the CPU fails here instead of on a student's laptop.
-ifneq ($(shell grep -qsw avx512f /proc/cpuinfo && echo y),)
-PORTABLE_ENV := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
-else ifneq ($(shell grep -qsw avx2 /proc/cpuinfo && echo y),)
-PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_CBWR=AVX ONEDNN_MAX_CPU_ISA=AVX
-else
-PORTABLE_ENV :=
-endif
+# `make execute` writes them on EXECUTE_PATH (ATen's non-vectorised kernels unless told otherwise,
+# the path every x86-64 CPU can take) and records that path in each notebook's metadata;
+# `make test` and `make nbval-portable` re-run the notebooks on another path: this CPU's own where
+# it differs from the recorded one, else one step down (benchmarks/cpu_path.py says which, and why).
+# Other code paths round differently, so a printed number that depends on the CPU fails here
+# instead of on a student's laptop. TEST_PATH=own|avx512|avx2|default forces one.
+EXECUTE_PATH ?= default
+TEST_PATH    ?= auto
+PATH_ENV      = env $$($(BIN)/python benchmarks/cpu_path.py env $(1) $(NB))
+PLAIN_ENV    := ATEN_CPU_CAPABILITY=default MKL_CBWR=AVX ONEDNN_MAX_CPU_ISA=AVX
 
 # JupyterLab refuses to start as root (containers, cloud workspaces) unless asked to.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -49,9 +48,11 @@ help:
 	@echo "make lint      ruff check and format check"
 	@echo "make unit      the unit tests only (tests/, on this CPU's own code path)"
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
-	@echo "make nbval-portable  nbval one CPU generation down (as make test runs it)"
+	@echo "make nbval-portable  nbval on a CPU path other than the stored outputs' (as make test runs it)"
+	@echo "make nbval-plain     nbval on ATen's non-vectorised path, which every x86-64 CPU can take"
+	@echo "make claims    retrain every training notebook over seeds and CPU paths; margins of its claims (not a test)"
 	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"
-	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one)"
+	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one; EXECUTE_PATH=default)"
 	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
@@ -133,20 +134,30 @@ nbval: $(STAMP)
 	$(NBVAL_RUN)
 
 nbval-portable: $(STAMP)
-	@echo "nbval on a second CPU code path: $(or $(PORTABLE_ENV),none known for this CPU; the machine's own)"
-	$(PORTABLE_ENV) $(NBVAL_RUN)
+	$(call PATH_ENV,$(TEST_PATH)) $(NBVAL_RUN)
+
+nbval-plain: $(STAMP)
+	$(PLAIN_ENV) $(NBVAL_RUN)
+
+# Retrains the notebooks that train (seeds 0-4 on this CPU's path, seed 0 on the others) and prints
+# the margin of every claim about a trained model; CLAIMS_ARGS="--markdown docs/claims.md" writes
+# the tables. About 20-40 minutes on two cores. Not a test (benchmarks/claims.py).
+CLAIMS_ARGS ?=
+claims: $(STAMP)
+	$(BIN)/python benchmarks/claims.py $(CLAIMS_ARGS)
 
 # The unit tests and nbval-portable in one pytest session: both workers stay busy to the end
 # (two sessions in a row leave one worker idle while the other finishes the Chromium walk),
 # and the unit tests run on the second code path too. conftest.py orders the work.
 test: lint
-	@echo "unit tests and nbval on a second CPU code path: $(or $(PORTABLE_ENV),none known for this CPU; the machine's own)"
-	$(PORTABLE_ENV) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q tests $(NB)
+	$(call PATH_ENV,$(TEST_PATH)) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q tests $(NB)
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
 execute: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	$(call PATH_ENV,$(EXECUTE_PATH)) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
+	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)
+	$(call PATH_ENV,$(EXECUTE_PATH)) $(BIN)/python benchmarks/cpu_path.py record \
 	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)
 
 # The publishing tools live in tools/, outside the attnlib package (the wheel does not ship them),

@@ -17,6 +17,7 @@ from .blocks import (
     add_norm,
     sinusoidal_encoding,
 )
+from .claims import claim
 from .data import PairDataset, Vocab
 from .evaluation import accuracy_by_length, evaluate
 from .fast_path import fast_attention
@@ -109,6 +110,7 @@ __all__ = [
     "attention_scores",
     "cached_attention",
     "causal_mask",
+    "claim",
     "combine_masks",
     "date_datasets",
     "digit_datasets",
