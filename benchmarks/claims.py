@@ -37,6 +37,7 @@ Usage (from the repository root, in the project's venv)::
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import platform
@@ -107,14 +108,18 @@ def failure(statement: str) -> dict:
     return {"statement": statement, "value": None, "op": None, "bound": None, "holds": False, "margin": None}
 
 
-SANITIZE = [
-    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0xADDRESS"),
-    (re.compile(r"\b\d+(\.\d+)?\s?(s|ms|sec|seconds)\b"), "TIME"),
-]
+def _sanitizers() -> list[tuple[re.Pattern, str]]:
+    """nbval's own rules, read from nbval_sanitize.cfg, so both compare the same text."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "nbval_sanitize.cfg", encoding="utf-8")
+    return [(re.compile(config[name]["regex"]), config[name]["replace"]) for name in config.sections()]
+
+
+SANITIZE = _sanitizers()
 
 
 def shown(cell) -> str:
-    """The text a checked cell shows, as nbval compares it (nbval_sanitize.cfg's two rules)."""
+    """The text a checked cell shows, as nbval compares it (with nbval_sanitize.cfg's rules)."""
     parts = []
     for output in cell.get("outputs", []):
         if output.output_type == "stream":
