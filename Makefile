@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides site links compat lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links compat lock clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # `make execute` writes them on EXECUTE_PATH (ATen's non-vectorised kernels unless told otherwise,
@@ -54,7 +54,9 @@ help:
 	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one; EXECUTE_PATH=default)"
 	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
-	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one)"
+	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one);"
+	@echo "               exercises show the student's stub, as in the student edition: decks for class"
+	@echo "make slides-solutions  the instructor decks, WITH the solutions, into build/slides-solutions/"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make links     write Colab and Binder links into README and the notebooks (needs the GitHub address)"
 	@echo "make compat    run every notebook (nbval-lax) in a fresh venv with the newest torch and no attnlib (not a test)"
@@ -177,20 +179,29 @@ student: $(STAMP)
 # One reveal.js deck per notebook (speaker notes: press S), opening offline from local files:
 # reveal.js is copied next to the decks from a pinned package, maths is MathML made at build
 # time, explorers are stills, progress bars and training logs are left out (tools/slides.py).
+# The class decks show each exercise as the student edition does (text and stub, no solution);
+# `make slides-solutions` builds the instructor decks with the solutions, for after the deadline,
+# into a folder of their own (their title slide says "Instructor deck: contains solutions").
 SLIDES_DIR ?= build/slides
+SOLUTIONS_DIR ?= build/slides-solutions
 SITE_DIR   ?= build/site
 slides: $(STAMP)
 	$(BIN)/python -m tools.slides $(NB) $(SLIDES_DIR)
 
+slides-solutions: $(STAMP)
+	$(BIN)/python -m tools.slides --solutions $(NB) $(SOLUTIONS_DIR)
+
 # The series as a static web site from the stored notebooks (nothing is re-executed), with the
-# decks copied into it: open build/site/index.html (tools/site.py).
+# decks copied into it: open build/site/index.html (tools/site.py). Colab and Binder links where
+# the repository's address is known, taken as make links takes it (below).
 site: slides
-	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR)
+	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR) $(if $(REPO),--repo $(REPO))
 
 # Colab and Binder links in README's notebook table and each notebook's first markdown cell, and
 # the address that each notebook's first code cell installs attnlib from where it is missing
-# (Colab): all from the repository's address, GITHUB_REPOSITORY or git's remote origin, or
-# REPO=OWNER/NAME (tools/links.py). Idempotent; with no address it writes no links.
+# (Colab): all from the repository's address, REPO=OWNER/NAME, else GITHUB_REPOSITORY, else git's
+# remote origin (tools/links.py; make site takes it the same way). Idempotent; with no address it
+# changes no file and says so. The links open once the student-edition workflow has run on GitHub.
 links: $(STAMP)
 	$(BIN)/python -m tools.links $(if $(REPO),--repo $(REPO))
 

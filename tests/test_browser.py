@@ -5,22 +5,29 @@ file with Debian's ``chromium`` driven by Playwright, and fails on: a console er
 to the network (anything but ``file:`` and ``data:``), a broken internal link or resource, an
 image that does not load, maths left as raw TeX, any WCAG 2.0/2.1 level A or AA violation that
 axe-core finds (every site page, and every slide of every deck, in reveal.js's scroll view with
-all fragments shown; colour contrast, though, only on a deck's first screen), and, in the decks,
-a slide whose content does not fit the 1280x720 viewport, one that fits only zoomed out below
-0.8, or a code line clipped at the right. Every site page is also opened on a 390-px phone:
-nothing may push the page sideways, the chapter list starts closed, wide maths scrolls, and a
-tapped figure opens at full size. Skips, saying why, where no Chromium is installed (``.ci/run``
-installs it, so CI always runs this test).
+all fragments shown; colour contrast, though, only on a deck's first screen, and on a site
+page's code on one span of each style, which stands for all of them), and, in the decks, a
+slide whose content does not fit the 1280x720 viewport, one that fits only zoomed out below
+0.8, a code line clipped at the right, code under 20 px on screen, a navigation control or the
+slide number over text, or a slide that pressing the right arrow from the first
+slide never reaches (the walk checks each slide as it comes). Every site page is also opened
+on a 390-px phone: nothing may push the page sideways, the chapter list starts closed, wide
+maths scrolls, and a tapped figure opens at full size. Skips, saying why, where no Chromium is
+installed (``.ci/run`` installs it, so CI always runs this test).
 
-``ATTN_SCREENSHOTS=folder`` also saves a screenshot of every site page and deck title slide.
+``ATTN_SCREENSHOTS=folder`` also saves a screenshot of every site page and deck title slide;
+``ATTN_BROWSER_TIMES=1`` prints how long each part of the test took.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from collections import deque
+import time
+from collections import defaultdict, deque
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -39,6 +46,17 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+TIMES: defaultdict[str, float] = defaultdict(float)  # part of the test -> seconds, for ATTN_BROWSER_TIMES
+
+
+@contextmanager
+def _timed(part: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        TIMES[part] += time.perf_counter() - start
+
 
 # Text outside code, maths and scripts that still looks like TeX: $...$, \( \), \[ \], \begin.
 UNRENDERED_MATHS = r"""() => {
@@ -65,44 +83,105 @@ NUMBER_ON_A_CONTROL = r"""() => {
 }"""
 ELEMENT_IDS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
-# Walk every slide; report the ones whose content leaves the viewport or clips a code line.
-WALK_SLIDES = r"""() => {
-  Reveal.configure({transition: "none", backgroundTransition: "none"});
-  const W = window.innerWidth, H = window.innerHeight, bad = [];
-  const slides = Reveal.getSlides();
-  slides.forEach((slide, i) => {
-    const ix = Reveal.getIndices(slide);
-    Reveal.slide(ix.h, ix.v, 1000);
-    Reveal.layout();
-    let top = Infinity, bottom = -Infinity, left = Infinity, right = -Infinity;
-    for (const el of [slide, ...slide.querySelectorAll("*")]) {
-      if (el.closest("aside.notes")) continue;
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 || r.height === 0) continue;
-      top = Math.min(top, r.top); bottom = Math.max(bottom, r.bottom);
-      left = Math.min(left, r.left); right = Math.max(right, r.right);
+# The slide on screen, checked once: content that leaves the viewport, a code line clipped at
+# the right, a zoom below 0.8 (fit.js zooms out only what it cannot cut), a navigation control
+# or the slide number over any text, and the smallest code on screen (computed font size times
+# reveal.js's scale and the slide's zoom). Also where the deck is, to walk it with the keyboard.
+MIN_CODE_PX = 20  # on a 1280x720 screen, for the back row
+CHECK_SLIDE = r"""() => {
+  const MIN_CODE_PX = MIN_CODE;
+  const slide = Reveal.getCurrentSlide(), ix = Reveal.getIndices();
+  const state = {at: `${ix.h}/${ix.v || 0}`, fragment: ix.f ?? -1,
+                 end: Reveal.isLastSlide() && !Reveal.availableFragments().next,
+                 bad: [], small: [], code: null};
+  if (slide.dataset.checked) return state;
+  slide.dataset.checked = "1";
+  const W = window.innerWidth, H = window.innerHeight, n = Reveal.getSlidePastCount() + 1;
+  const title = (slide.querySelector("h1, h2, h3") || {textContent: ""}).textContent.trim().slice(0, 50);
+  const cell = (slide.querySelector("[id^='cell-id=']") || {id: "cell-id=?"}).id.slice(8);
+  const where = `slide ${n} (${title ? title + ", " : ""}cell ${cell})`;
+  let top = Infinity, bottom = -Infinity, left = Infinity, right = -Infinity;
+  for (const el of [slide, ...slide.querySelectorAll("*")]) {
+    if (el.closest("aside.notes")) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    top = Math.min(top, r.top); bottom = Math.max(bottom, r.bottom);
+    left = Math.min(left, r.left); right = Math.max(right, r.right);
+  }
+  if (top < -1 || left < -1 || bottom > H + 1 || right > W + 1)
+    state.bad.push(`${where}: content box ${Math.round(left)},${Math.round(top)} to ` +
+                   `${Math.round(right)},${Math.round(bottom)} leaves the ${W}x${H} viewport`);
+  const zoom = parseFloat(slide.style.zoom || "1");
+  if (zoom < 0.8) state.small.push(`${where}: zoomed out to ${zoom} to fit, below 0.8`);
+  slide.querySelectorAll("pre").forEach(pre => {
+    if (pre.scrollWidth > pre.clientWidth + 1)
+      state.bad.push(`${where}: a code line is clipped: ${pre.textContent.slice(0, 40)}`);
+    if (!pre.textContent.trim()) return;
+    const px = parseFloat(getComputedStyle(pre).fontSize) * Reveal.getScale() * zoom;
+    state.code = Math.min(state.code ?? Infinity, px);
+    if (px < MIN_CODE_PX)
+      state.bad.push(`${where}: code at ${px.toFixed(1)} px on screen, below ${MIN_CODE_PX}`);
+  });
+  const controls = [...document.querySelectorAll(".reveal .controls button, .reveal .slide-number")]
+    .filter(c => c.checkVisibility({visibilityProperty: true}))
+    .map(c => [c, c.getBoundingClientRect()]).filter(([, r]) => r.width > 0 && r.height > 0);
+  const walker = document.createTreeWalker(slide, NodeFilter.SHOW_TEXT);
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    if (!t.data.trim() || t.parentElement.closest("aside.notes")) continue;
+    const range = document.createRange();
+    range.selectNodeContents(t);
+    for (const r of range.getClientRects()) {
+      const hit = controls.find(([, c]) =>
+        !(c.right <= r.left || c.left >= r.right || c.bottom <= r.top || c.top >= r.bottom));
+      if (hit) {
+        state.bad.push(`${where}: ${hit[0].className || "a control"} lies over the text ` +
+                       JSON.stringify(t.data.trim().slice(0, 40)));
+        break;
+      }
     }
-    const title = (slide.querySelector("h1, h2, h3") || {textContent: ""}).textContent.trim().slice(0, 50);
-    if (top < -1 || left < -1 || bottom > H + 1 || right > W + 1)
-      bad.push(`slide ${i + 1} (${title}): content box ${Math.round(left)},${Math.round(top)} to ` +
-               `${Math.round(right)},${Math.round(bottom)} leaves the ${W}x${H} viewport`);
-    slide.querySelectorAll("pre").forEach(pre => {
-      if (pre.scrollWidth > pre.clientWidth + 1)
-        bad.push(`slide ${i + 1} (${title}): a code line is clipped: ${pre.textContent.slice(0, 40)}`);
-    });
-  });
-  // fit.js zooms a slide out until it fits; below 0.8 its text is too small for the back row.
-  const small = [];
-  slides.forEach((slide, i) => {
-    const zoom = parseFloat(slide.style.zoom || "1");
-    if (zoom >= 0.8) return;
-    const title = (slide.querySelector("h1, h2, h3") || {textContent: ""}).textContent.trim().slice(0, 50);
-    const cell = (slide.querySelector("[id^='cell-id=']") || {id: "cell-id=?"}).id.slice(8);
-    const where = title ? `${title}, cell ${cell}` : `cell ${cell}`;
-    small.push(`slide ${i + 1} (${where}): zoomed out to ${zoom} to fit, below 0.8`);
-  });
-  return {count: slides.length, bad: bad, small: small};
-}"""
+  }
+  return state;
+}""".replace("MIN_CODE;", f"{MIN_CODE_PX};")
+DECK_WALKS: dict[str, dict] = {}  # deck -> what the walk with the right arrow found: printed at the end
+
+
+def _walk_with_the_keyboard(page, name: str, problems: list[str]) -> dict:
+    """Press the right arrow from the first slide to the end, as a presenter does, checking each
+    slide as it comes (:data:`CHECK_SLIDE`): every press shows a slide not seen yet or the next
+    fragment of this one, and the walk reaches every slide of the deck."""
+    total = page.evaluate(
+        "() => { Reveal.configure({transition: 'none', backgroundTransition: 'none'});"
+        " Reveal.slide(0, 0, -1); return Reveal.getTotalSlides(); }"
+    )
+    state = page.evaluate(CHECK_SLIDE)
+    seen, presses, code = [state["at"]], 0, [state["code"]]
+    found = state["bad"] + state["small"]
+    small = list(state["small"])
+    while not state["end"] and presses < 4 * total:
+        page.keyboard.press("ArrowRight")
+        presses += 1
+        new = page.evaluate(CHECK_SLIDE)
+        same = new["at"] == state["at"]
+        if (same and new["fragment"] <= state["fragment"]) or (not same and new["at"] in seen):
+            problems.append(f"{name}: the right arrow on slide {len(seen)} went to {new['at']}, seen before")
+            break
+        if not same:
+            seen.append(new["at"])
+        found += new["bad"] + new["small"]
+        small += new["small"]
+        code.append(new["code"])
+        state = new
+    problems += [f"{name}: {bad}" for bad in found]
+    if len(seen) != total:
+        problems.append(f"{name}: pressing the right arrow reaches {len(seen)} of its {total} slides")
+    sizes = [c for c in code if c is not None]
+    DECK_WALKS[name] = {
+        "slides": total,
+        "reached": len(seen),
+        "presses": presses,
+        "code": min(sizes, default=0),
+    }
+    return {"count": total, "small": small}
 
 
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -114,6 +193,46 @@ START_AXE = """options => {
 }"""
 UNHIDE_SLIDES = """() => document.querySelectorAll(".reveal .slides section[aria-hidden]")
   .forEach(s => s.removeAttribute("aria-hidden"))"""
+# axe's colour-contrast rule takes most of a site page's time: a long chapter has thousands of
+# syntax-highlighted code spans, and axe works out the contrast of each one. The contrast of a
+# span's text is a function of its style alone: its computed colour, font size and weight, text
+# shadow and stroke, and the backgrounds, opacities, filters and blend modes of it and of every
+# ancestor (what axe composes). Spans inside <pre> that agree on all of these (the key below)
+# pass or fail together, so axe checks one span of each style, the one with the longest visible
+# text (axe reports a failing one-character text as "needs review", not as a violation), and
+# only the colour-contrast rule skips the others; every other rule, and all text outside <pre>,
+# is checked in full. Geometry aside (a span that something else overlaps, which axe only
+# flags for review), this finds every colour-contrast violation the full run finds.
+SAME_STYLE_CODE = r"""() => {
+  const seen = new Map();  // element -> its part of the key, computed once per ancestor
+  const part = e => {
+    if (!seen.has(e)) {
+      const s = getComputedStyle(e);
+      seen.set(e, [s.backgroundColor, s.backgroundImage, s.backgroundClip, s.opacity, s.filter,
+                   s.mixBlendMode].join("|") + (e.parentElement ? "/" + part(e.parentElement) : ""));
+    }
+    return seen.get(e);
+  };
+  const key = e => {
+    const s = getComputedStyle(e);
+    return [s.color, s.fontSize, s.fontWeight, s.textShadow, s.webkitTextStrokeWidth,
+            s.webkitTextStrokeColor, s.webkitTextFillColor, s.visibility, part(e)].join(";");
+  };
+  const text = e => [...e.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)
+    .map(n => n.data).join("").trim();
+  const shown = e => e.checkVisibility({visibilityProperty: true, opacityProperty: true})
+    && [...e.getClientRects()].some(r => r.width > 0 && r.height > 0);
+  const styles = new Map();  // key -> [the span axe checks, its text length]
+  const spans = [...document.querySelectorAll("pre span")];
+  for (const e of spans) {
+    const k = key(e), length = shown(e) ? text(e).length : 0;
+    if (!styles.has(k) || length > styles.get(k)[1]) styles.set(k, [e, length]);
+  }
+  const checked = new Set([...styles.values()].map(([e]) => e));
+  for (const e of spans) if (!checked.has(e)) e.setAttribute("data-contrast-as-styled", "");
+  axe.configure({rules: [{id: "color-contrast", selector: "*:not([data-contrast-as-styled])"}]});
+  return {spans: spans.length, styles: styles.size};
+}"""
 
 
 def _chromium_missing() -> str | None:
@@ -137,8 +256,9 @@ def built(tmp_path_factory):
     from tools.slides import build_decks
 
     out = tmp_path_factory.mktemp("publish")
-    decks = build_decks(ROOT / "notebooks", out / "slides")
-    pages = build_site(ROOT / "notebooks", out / "site", out / "slides", ROOT / "README.md")
+    with _timed("build"):
+        decks = build_decks(ROOT / "notebooks", out / "slides")
+        pages = build_site(ROOT / "notebooks", out / "site", out / "slides", ROOT / "README.md")
     return out, decks, pages
 
 
@@ -152,8 +272,9 @@ def _check(page, path: Path, problems: list[str], shots: Path | None) -> tuple[d
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"failed to load {r.url[:100]}"))
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
+    with _timed("load"):
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
     name = path.name
     ids = set(page.evaluate(ELEMENT_IDS))  # one round trip, not one per link
     for url in page.evaluate(LINKS):
@@ -175,70 +296,147 @@ def _check(page, path: Path, problems: list[str], shots: Path | None) -> tuple[d
     problems += [f"{name}: maths left unrendered: {hit[:60]!r}" for hit in page.evaluate(UNRENDERED_MATHS)]
     slides = None
     if name.endswith(".slides.html"):
-        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
-        slides = page.evaluate(WALK_SLIDES)
-        problems += [f"{name}: {bad}" for bad in slides["bad"] + slides["small"]]
+        with _timed("deck walk"):
+            page.wait_for_selector("body[data-deck-ready]")  # fit.js has cut and laid out every slide
+            slides = _walk_with_the_keyboard(page, name, problems)
         if page.evaluate(NUMBER_ON_A_CONTROL):
             problems.append(f"{name}: the slide number overlaps a navigation control")
         page.evaluate("() => Reveal.slide(0, 0)")
     if shots is not None:
         page.screenshot(path=str(shots / f"{path.stem}.png"), full_page=slides is None)
     if slides is not None:  # every slide at once, fragments shown: reveal.js's scroll view
-        page.goto(path.as_uri() + "?view=scroll")
-        page.wait_for_function("() => window.Reveal && Reveal.isReady() && Reveal.isScrollView()")
+        with _timed("deck scroll view"):
+            page.goto(path.as_uri() + "?view=scroll")
+            page.wait_for_function("() => document.body.dataset.deckReady && Reveal.isScrollView()")
         page.add_style_tag(content=SHOW_FRAGMENTS)
         # reveal.js leaves many slides aria-hidden even in the scroll view, and axe-core leaves
         # out what is hidden from screen readers (an image without alt text, say): unhide them.
         # axe's colour-contrast rule still sees only the first screen: the scroll view scrolls
         # inside <body>, whose overflow axe takes for clipping.
         page.evaluate(UNHIDE_SLIDES)
-    _start_axe(page)
+    with _timed("axe start"):
+        _start_axe(page, code_contrast_by_style=slides is None)
     return slides, errors
 
 
 def _finish(page, path: Path, errors: list[str], problems: list[str]) -> None:
     """Wait for the axe-core run that :func:`_check` started, and report it and the console errors."""
-    problems += [f"{path.name}: {v}" for v in _accessibility_violations(page)]
+    with _timed("axe wait"):
+        problems += [f"{path.name}: {v}" for v in _accessibility_violations(page)]
     problems += [f"{path.name}: console error: {e[:200]}" for e in errors]
     page.close()
 
 
 PHONE = {"width": 390, "height": 844}
-# On a phone: what pushes the page sideways (code blocks, maths and tables scroll inside
-# themselves), whether the chapter list is closed, and display maths too wide to scroll.
-PHONE_LAYOUT = r"""() => ({
-  pageWidth: document.documentElement.scrollWidth,
-  sideways: [...document.querySelectorAll("main *")]
-    .filter(e => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest("pre, math, table"))
-    .slice(0, 3).map(e => e.tagName.toLowerCase() + ": " + e.textContent.slice(0, 40)),
-  menuOpen: [...document.querySelectorAll("details.menu")].some(d => d.open),
-  mathCut: [...document.querySelectorAll('math[display="block"]')]
-    .filter(m => m.scrollWidth > m.clientWidth + 1
-                 && !["auto", "scroll"].includes(getComputedStyle(m).overflowX)).length,
-})"""
+# On a phone: how wide the page is and its widest element (scrollers count at their own width);
+# what leaves the screen without a scroller that shows it, or is cut off by a clipping box;
+# whether the chapter list is closed and the search box visible on the first screen; display
+# maths too wide to scroll; and every table wider than its column: the box that scrolls it must
+# take the keyboard focus, have a name, and show a visible "scroll" cue.
+PHONE_LAYOUT = r"""() => {
+  const W = innerWidth, visible = e => e.checkVisibility() && e.getBoundingClientRect().width > 0;
+  const scroller = e => {  // the nearest ancestor that does not let e overflow: [element, overflow-x]
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o !== "visible") return [a, o];
+    }
+    return [null, "visible"];
+  };
+  const describe = e => e.tagName.toLowerCase() + (e.className && typeof e.className === "string"
+    ? "." + e.className.split(" ")[0] : "") + ": " + e.textContent.trim().replace(/\s+/g, " ").slice(0, 40);
+  let widest = null, widestRight = 0;
+  const sideways = [], cut = [];
+  for (const e of document.querySelectorAll("body *")) {
+    if (!visible(e)) continue;
+    const r = e.getBoundingClientRect();
+    const [box, how] = scroller(e);
+    const own = getComputedStyle(e).overflowX === "visible"
+      ? Math.max(r.right, r.left + e.scrollWidth) : r.right;
+    if (how === "visible" && own >= widestRight) { widest = e; widestRight = own; }  // innermost wins
+    if (own <= W + 1) continue;
+    if (how === "visible") sideways.push(`${describe(e)} reaches ${Math.round(own)} px`);
+    else if (how === "hidden" || how === "clip") cut.push(describe(e));
+  }
+  const input = document.querySelector('form[role="search"] input');
+  const box = input && input.getBoundingClientRect();
+  const tables = [];
+  for (const t of document.querySelectorAll("main table")) {
+    const [s] = scroller(t);
+    if (!s || s.scrollWidth <= s.clientWidth + 1) continue;
+    const cue = [...s.parentElement.querySelectorAll("*")]
+      .some(c => !t.contains(c) && c !== s && visible(c) && /scroll/i.test(c.textContent));
+    s.scrollLeft = s.scrollWidth;  // the last column comes into view
+    const last = t.querySelector("tr").lastElementChild.getBoundingClientRect();
+    tables.push({head: t.querySelector("tr").textContent.trim().replace(/\s+/g, " ").slice(0, 40),
+                 focusable: s.tabIndex >= 0, named: !!(s.getAttribute("aria-label") || "").trim(),
+                 cue: cue, lastShown: last.right <= W + 1 && last.left >= 0});
+    s.scrollLeft = 0;
+  }
+  return {
+    pageWidth: document.documentElement.scrollWidth,
+    widest: widest ? `${describe(widest)} (${Math.round(widest.getBoundingClientRect().left)}` +
+                     `..${Math.round(widestRight)} px)` : "",
+    sideways: sideways.slice(0, 3), cut: cut.slice(0, 3),
+    menuOpen: [...document.querySelectorAll("details.menu")].some(d => d.open),
+    searchShown: !!input && visible(input) && box.bottom <= innerHeight && box.right <= W,
+    mathCut: [...document.querySelectorAll('math[display="block"]')]
+      .filter(m => m.scrollWidth > m.clientWidth + 1
+                   && !["auto", "scroll"].includes(getComputedStyle(m).overflowX)).length,
+    tables: tables,
+  };
+}"""
+# A figure's visible cues: the text of its visible parts that say "enlarge" or "close", and where.
+FIGURE_CUES = r"""b => [...b.querySelectorAll("*"), b].filter(e => e.checkVisibility()
+    && e.getBoundingClientRect().width > 0 && /enlarge|close/i.test(e.textContent)
+    && ![...e.children].some(c => /enlarge|close/i.test(c.textContent)))
+  .map(e => { const r = e.getBoundingClientRect();
+    return {text: e.textContent.trim(), x: r.left + r.width / 2, y: r.top + r.height / 2,
+            inView: r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth}; })"""
+PHONE_WIDTHS: dict[str, tuple[int, str]] = {}  # page -> (page width, widest element): printed at the end
 
 
 def _check_phone(page, path: Path, problems: list[str]) -> None:
-    """One site page on a 390-px phone: nothing pushes the page sideways, the chapter list waits
-    behind its button, wide maths scrolls, and a tap shows a figure at full size."""
-    page.goto(path.as_uri())
+    """One site page on a 390-px phone: nothing pushes the page sideways or is cut off, the
+    chapter list waits behind its button while the search box shows, wide maths and tables
+    scroll and say so, and a figure says a tap enlarges it, which it does, with a close control."""
+    page.goto(path.as_uri() + ("?q=softmax" if path.name == "search.html" else ""))
     page.wait_for_load_state("load")
     name = f"{path.name} (phone)"
     layout = page.evaluate(PHONE_LAYOUT)
-    if layout["pageWidth"] > PHONE["width"] + 1:
+    PHONE_WIDTHS[path.name] = (layout["pageWidth"], layout["widest"])
+    if layout["pageWidth"] > PHONE["width"] + 1 or layout["sideways"]:
         problems.append(f"{name}: the page is {layout['pageWidth']} px wide: {layout['sideways']}")
+    if layout["cut"]:
+        problems.append(f"{name}: cut off at the right, with no way to scroll to it: {layout['cut']}")
     if layout["menuOpen"]:
         problems.append(f"{name}: the chapter list is open and fills the first screen")
+    if not layout["searchShown"]:
+        problems.append(f"{name}: no search box on the first screen with the chapter list closed")
     if layout["mathCut"]:
         problems.append(f"{name}: {layout['mathCut']} display equations are cut and do not scroll")
+    for table in layout["tables"]:
+        missing = [what for what in ("focusable", "named", "cue", "lastShown") if not table[what]]
+        if missing:
+            problems.append(f"{name}: a wide table ({table['head']}) scrolls, but is not {missing}")
     figure = page.query_selector("button.figure-zoom")
     if figure is not None:
+        figure.scroll_into_view_if_needed()
+        cues = figure.evaluate(FIGURE_CUES)
+        if not any(re.search(r"tap.*enlarge", c["text"], re.I) for c in cues):
+            problems.append(f"{name}: a figure does not say that a tap enlarges it: {cues}")
         figure.click()
         width, natural = figure.evaluate(
             "b => [b.querySelector('img').getBoundingClientRect().width, b.querySelector('img').naturalWidth]"
         )
         if abs(width - natural) > 1:
             problems.append(f"{name}: a tapped figure shows {width:.0f} px of its {natural} px")
+        close = [c for c in figure.evaluate(FIGURE_CUES) if re.search(r"close", c["text"], re.I)]
+        if not close or not close[0]["inView"]:
+            problems.append(f"{name}: the enlarged figure has no close control in view: {close}")
+        else:
+            page.mouse.click(close[0]["x"], close[0]["y"])
+            if figure.get_attribute("aria-expanded") != "false":
+                problems.append(f"{name}: the close control leaves the figure enlarged")
 
 
 def _check_search(page, home: Path, problems: list[str]) -> None:
@@ -257,10 +455,12 @@ def _check_search(page, home: Path, problems: list[str]) -> None:
         problems.append(f"search result {found[0]} leads to no section")
 
 
-def _start_axe(page) -> None:
+def _start_axe(page, code_contrast_by_style: bool = False) -> None:
     """Start axe-core's WCAG 2.0 and 2.1, level A and AA, rules on the open page, and return at
     once: the browser runs each page in its own process, so the next page's checks (and its own
-    axe run) go on beside this one."""
+    axe run) go on beside this one. With ``code_contrast_by_style``, colour contrast is checked on
+    one code span per style (:data:`SAME_STYLE_CODE`); a deck, where axe sees the contrast of
+    only the first screen, keeps every span, lest the one it keeps lie below that screen."""
     from axe_playwright_python.base import AXE_SCRIPT
 
     # preload=False: axe would fetch every stylesheet again with XMLHttpRequest, which file: pages
@@ -273,15 +473,23 @@ def _start_axe(page) -> None:
         "resultTypes": ["violations"],
     }
     page.evaluate(AXE_SCRIPT)
+    if code_contrast_by_style:
+        page.evaluate(SAME_STYLE_CODE)
     page.evaluate(START_AXE, options)
 
 
 def _accessibility_violations(page) -> list[str]:
     """axe-core's violations on the page where :func:`_start_axe` ran it, one line each."""
     violations = page.evaluate("() => window.axeRun.then(result => result.violations)")
+    same_style = page.evaluate("() => document.querySelectorAll('[data-contrast-as-styled]').length")
     return [
         f"WCAG {v['id']} ({v['help']}) at {', '.join(str(n['target']) for n in v['nodes'][:3])}"
         + (f" and {len(v['nodes']) - 3} more" if len(v["nodes"]) > 3 else "")
+        + (
+            f" (one code span per style checked: {same_style} more code spans share the page's styles)"
+            if v["id"] == "color-contrast" and same_style
+            else ""
+        )
         for v in violations
     ]
 
@@ -325,10 +533,12 @@ def test_every_deck_and_site_page_in_chromium(built):
             for path in pages:
                 page = browser.new_page()
                 page.set_viewport_size(PHONE)
-                _check_phone(page, path, problems)
+                with _timed("phone"):
+                    _check_phone(page, path, problems)
                 page.close()
             page = browser.new_page()
-            _check_search(page, pages[0], problems)
+            with _timed("search"):
+                _check_search(page, pages[0], problems)
             page.close()
             while running:
                 _finish(*running.popleft(), problems)
@@ -336,8 +546,17 @@ def test_every_deck_and_site_page_in_chromium(built):
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     problems += [f"request to the network: {url}" for url in network]
+    for name, (width, widest) in PHONE_WIDTHS.items():
+        print(f"phone {name}: {width} px wide; widest element {widest}")
+    for name, walk in DECK_WALKS.items():
+        print(
+            f"deck {name}: the right arrow reaches {walk['reached']} of {walk['slides']} slides "
+            f"({walk['presses']} presses, fragments included); smallest code {walk['code']:.1f} px"
+        )
     print(
         f"checked {len(decks)} decks ({slide_count} slides, {small} zoomed below 0.8) and {len(pages)} pages"
     )
+    if os.environ.get("ATTN_BROWSER_TIMES"):
+        print("seconds:", ", ".join(f"{part} {seconds:.1f}" for part, seconds in TIMES.items()))
     assert len(decks) == len(list((ROOT / "notebooks").glob("*.ipynb"))) and slide_count > 0
     assert not problems, "\n".join(problems)

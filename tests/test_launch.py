@@ -196,3 +196,56 @@ def test_the_links_open_what_the_student_edition_workflow_publishes():
     )
     url = REPO.colab("notebooks/03_masking.ipynb")
     assert url.endswith(f"/blob/{EDITION_BRANCH}/{EDITION_FOLDER}/03_masking.ipynb")
+
+
+def test_an_explicit_address_comes_before_github_actions_and_the_remote(tmp_path):
+    with_remote = _git_repo(tmp_path / "a", "git@github.com:other/fork.git")
+    actions = {"GITHUB_REPOSITORY": "actions/repo"}
+    assert find_repo(actions, with_remote, slug="someone/attention-series") == REPO
+    assert find_repo(actions, with_remote) == Repo("actions", "repo")
+    with pytest.raises(ValueError, match="OWNER/NAME"):
+        find_repo(actions, with_remote, slug="https://github.com/someone/attention-series")
+
+
+def test_make_links_and_make_site_pass_repo_the_same_way():
+    dry = subprocess.run(
+        ["make", "-n", "links", "site", "REPO=someone/attention-series"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for tool in ("tools.links", "tools.site"):
+        line = next(line for line in dry.splitlines() if f"-m {tool}" in line)
+        assert line.endswith("--repo someone/attention-series"), line
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_make_links_with_no_address_leaves_every_file_as_it_was(tmp_path):
+    """Run in a copy of the repository with no remote and no GITHUB_REPOSITORY, after a run with
+    an address wrote links: every file stays byte for byte as it was (no links stripped)."""
+    import os
+    import sys
+
+    copy = _git_repo(tmp_path / "repo", None)
+    shutil.copytree(ROOT / "tools", copy / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks", copy / "notebooks")
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_REPOSITORY"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    def links(*args: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-m", "tools.links", *args], cwd=copy, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    links("--repo", "someone/attention-series")
+    before = _snapshot(copy)
+    assert b"colab.research.google.com/github/someone" in before["README.md"]
+    said = links()
+    assert "nothing written" in said
+    assert _snapshot(copy) == before

@@ -72,14 +72,47 @@ def test_the_command_rewrites_only_what_is_needed(tmp_path, capsys):
     assert path.read_text() == text
 
 
-def test_collapsed_notes_still_reach_the_slide_deck(tmp_path):
+def _demo_deck(tmp_path) -> str:
+    """The HTML of the deck of :func:`old_style_notebook` after the notes builder ran on it."""
     from tools.slides import build_decks
 
     nb = old_style_notebook()
     notes.apply(nb)
     nbformat.write(nb, tmp_path / "99_demo.ipynb")
     (deck,) = build_decks(tmp_path / "99_demo.ipynb", tmp_path / "slides")
-    html = deck.read_text()
+    return deck.read_text()
+
+
+def test_collapsed_notes_still_reach_the_slide_deck(tmp_path):
+    html = _demo_deck(tmp_path)
     assert html.count('<aside class="notes">') == 2
     assert "Start with a question" in html and "Ask the class" in html
     assert "<details>" not in html  # the speaker view shows the notes whole
+
+
+def test_an_old_presenting_paragraph_is_replaced_not_added_to():
+    nb = old_style_notebook()
+    old = notes.PRESENTING.replace("; the notes stay closed", "")  # the wording before this one
+    nb.cells[1].source = f"{old}\n\n{notes.PRESENTING}\n\n{nb.cells[1].source}"
+    assert notes.apply(nb) is True
+    first = nb.cells[1].source
+    assert first.count("Presenting live with RISE") == 1 and notes.PRESENTING in first
+    assert "Start with a question" in first
+    before = nbformat.writes(nb)
+    assert notes.apply(nb) is False and nbformat.writes(nb) == before
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_rebuilding_the_notes_changes_nothing_and_says_rise_once(path):
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    text = "\n".join(c.source for c in nb.cells if notes.is_notes(c))
+    assert text.count("Presenting live with RISE") == 1 and text.count(notes.PRESENTING) == 1
+    before = nbformat.writes(nb)
+    assert notes.apply(nb) is False and notes.apply(nb) is False
+    assert nbformat.writes(nb) == before
+
+
+def test_the_decks_leave_out_how_to_present_with_rise(tmp_path):
+    html = _demo_deck(tmp_path)
+    assert "Start with a question" in html  # the notes themselves stay
+    assert "RISE" not in html and "Alt+R" not in html

@@ -172,13 +172,18 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
         assert "(CC BY 4.0" in page.read_text() and "MIT licence" in page.read_text()
 
 
-def test_a_figure_s_caption_is_its_alt_text_and_a_still_says_it_is_one(tmp_path):
+def _one_chapter_site(tmp_path) -> str:
+    """Build the site of one notebook (:func:`explorer_notebook`) in tmp_path; its page's HTML."""
     src = tmp_path / "notebooks"
     src.mkdir()
     nbformat.write(explorer_notebook(), src / "01_first.ipynb")
     (tmp_path / "README.md").write_text(README)
     build_site(src, tmp_path / "site", None, tmp_path / "README.md")
-    page = (tmp_path / "site" / "01_first.html").read_text()
+    return (tmp_path / "site" / "01_first.html").read_text()
+
+
+def test_a_figure_s_caption_is_its_alt_text_and_a_still_says_it_is_one(tmp_path):
+    page = _one_chapter_site(tmp_path)
     alts = re.findall(r'<img [^>]*alt="([^"]*)"', page)
     assert "A heatmap of &quot;scores&quot; &amp; weights." in alts
     assert "A still of the explorer&#x27;s default view: bars of the weights of one query." in alts
@@ -295,3 +300,62 @@ def test_a_deck_leaves_out_set_up_lines_and_library_frames_and_can_show_outputs_
     assert outputs["metadata"]["slideshow"]["slide_type"] == "subslide"
     assert outputs["metadata"]["transient"]["remove_source"] is True
     assert cells[2]["outputs"] == [figure]  # the notebook itself is left as it is
+
+
+def test_the_downloaded_notebook_is_the_student_edition(tmp_path):
+    """A page's "Run it" link downloads the file `make student` writes, not the instructor's copy
+    with its solutions and speaker notes."""
+    from tools.student import build
+
+    page = _one_chapter_site(tmp_path)
+    assert re.search(r'Run it: <a href="notebooks/01_first.ipynb" download>.*the student edition', page)
+    downloaded = tmp_path / "site" / "notebooks" / "01_first.ipynb"
+    text = downloaded.read_text()
+    assert "Speaker notes" not in text and "answer = 42" not in text and '"solution"' not in text
+    assert "answer = ...  # your prediction" in text
+    build(tmp_path / "notebooks", tmp_path / "student")
+    assert downloaded.read_bytes() == (tmp_path / "student" / "01_first.ipynb").read_bytes()
+
+
+def test_a_wide_table_scrolls_in_a_named_focusable_box_with_a_cue():
+    from tools.site import scrolling_tables
+
+    html = scrolling_tables(
+        "<p>x</p><table><thead><tr><th></th><th>the <em>paper</em></th><th>why &amp; how</th></tr>"
+        "</thead><tbody><tr><td>a</td><td>b</td><td>c</td></tr></tbody></table>"
+    )
+    assert html.count('<div class="table-scroll" role="region" tabindex="0"') == 1
+    assert 'aria-label="Table: the paper, why &amp; how (scrolls sideways)"' in html
+    assert '<p class="scroll-cue">Scroll sideways' in html and html.endswith("</table></div></div>")
+
+
+def test_the_site_takes_the_repository_address_as_make_links_does(tmp_path, monkeypatch):
+    """`make site REPO=OWNER/NAME` passes --repo to tools.site, which wins over GITHUB_REPOSITORY
+    (and git's remote), as in `make links`; a mistyped address stops the build."""
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from tools.site import main
+
+    root = Path(__file__).resolve().parents[1]
+    dry = subprocess.run(
+        ["make", "-n", "site", "REPO=someone/attention-series"], cwd=root, capture_output=True, text=True
+    ).stdout
+    site_line = next(line for line in dry.splitlines() if "-m tools.site" in line)
+    assert site_line.endswith("--repo someone/attention-series")
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    (tmp_path / "README.md").write_text(README)
+    monkeypatch.setenv("GITHUB_REPOSITORY", "other/fork")
+    argv = [str(src), str(tmp_path / "site"), str(tmp_path / "none")]
+    assert main([*argv, "--repo", "someone/attention-series"]) == 0
+    page = (tmp_path / "site" / "01_first.html").read_text()
+    assert "github/someone/attention-series/blob/" in page and "other/fork" not in page
+    assert main(argv) == 0
+    assert "github/other/fork/blob/" in (tmp_path / "site" / "01_first.html").read_text()
+    with pytest.raises(SystemExit):
+        main([*argv, "--repo", "not an address"])

@@ -89,7 +89,7 @@ def test_a_stubbed_exercise_says_not_yet(tmp_path):
     namespace: dict = {}
     exec(stub_source(SOLUTION), namespace)
     verdict = check.run_check("demo", namespace["my_causal_mask"], lambda t: t, [check.Case("T=2", (2,))])
-    assert verdict.status == "todo" and "not yet" in repr(verdict)
+    assert verdict.status == "todo" and repr(verdict).startswith("Not yet: demo: replace")
 
 
 def test_never_overwrites_an_edited_notebook(tmp_path):
@@ -273,7 +273,7 @@ def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
     ).execute()
     checks = [c for c in nb.cells if _kind(c) == "check"]
-    assert checks and all("not yet" in _text(c).lower() for c in checks)
+    assert checks and all(re.search(r"^Not yet: ", _text(c), re.M) for c in checks)  # the word starts it
 
 
 def test_make_slides_builds_a_deck(tmp_path):
@@ -291,3 +291,74 @@ def test_make_slides_builds_a_deck(tmp_path):
     assert decks == [notebooks[0].stem + ".slides.html"]
     html = (tmp_path / decks[0]).read_text()
     assert "reveal" in html.lower() and 'class="slides"' in html
+
+
+def _deck_text(html: str) -> str:
+    """The text a deck shows or holds (speaker notes included), without its markup."""
+    from html import unescape
+
+    body = html[html.index('<div class="slides">') :]
+    return unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S)))
+
+
+def _class_deck_secrets(cells: list[dict]) -> set[str]:
+    """What a class deck must not show: the answer scan of :func:`_answers` (the lesson's
+    speaker notes aside, which the deck keeps for the presenter) and the solved checks' output."""
+    start = next((i for i, c in enumerate(cells) if _kind(c) == "intro"), len(cells))
+    kept = [c for i, c in enumerate(cells) if not (_kind(c) == "notes" and i < start)]
+    answers, public = _answers(kept)
+    lesson_notes = "\n".join(_text(c) for i, c in enumerate(cells) if _kind(c) == "notes" and i < start)
+    answers = {a for a in answers if a not in lesson_notes}  # the notes' label, say
+    for cell in cells:
+        if _kind(cell) == "check":
+            answers |= {
+                line.strip()
+                for line in _text(cell).splitlines()[1:]
+                if len(line.strip()) >= 8 and line.strip() not in public
+            }
+    return answers
+
+
+@pytest.fixture(scope="module")
+def class_decks(tmp_path_factory):
+    from tools.slides import build_decks
+
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if not notebooks:
+        pytest.skip("no notebooks yet")
+    decks = build_decks(ROOT / "notebooks", tmp_path_factory.mktemp("slides"))
+    return [
+        (json.loads(p.read_text())["cells"], _deck_text(d.read_text()), p.name)
+        for p, d in zip(notebooks, decks, strict=True)
+    ]
+
+
+def test_no_solution_reaches_a_class_deck(class_decks):
+    """The decks for class (make slides) show each exercise's text and stub, as the student
+    edition does: no solution line, prediction value, solved check output, note on the answers."""
+    checked = 0
+    for cells, text, name in class_decks:
+        secrets = _class_deck_secrets(cells)
+        leaked = sorted(s for s in secrets if s in text)
+        assert leaked == [], f"{name}: the class deck gives away {leaked[:5]}"
+        stubs = [stub_source("".join(c["source"])) for c in cells if _kind(c) == "solution"]
+        assert all(line.strip() in text for stub in stubs for line in stub.splitlines()), name
+        assert "Instructor deck" not in text
+        checked += len(secrets)
+    assert checked >= 50 * len(class_decks) // 2  # the scan has something to look for
+
+
+def test_the_instructor_deck_has_the_solutions(tmp_path):
+    from tools.slides import SOLUTIONS_BANNER, build_decks
+
+    path = next((ROOT / "notebooks").glob("05_*.ipynb"))
+    (deck,) = build_decks(path, tmp_path, solutions=True)
+    text = _deck_text(deck.read_text())
+    cells = json.loads(path.read_text())["cells"]
+    solutions = [
+        line.strip() for c in cells if _kind(c) == "solution" for line in "".join(c["source"]).splitlines()
+    ]
+    assert solutions and all(line in text for line in solutions)
+    assert "655,872" in text  # exercise 5.4's answer, in the speaker notes
+    assert text.index(SOLUTIONS_BANNER) < text.index("Multi-head")  # on the title slide
+    assert deck.parent.name != "slides"

@@ -3,8 +3,10 @@
 Usage: ``python -m tools.links [--repo OWNER/NAME] [--branch BRANCH]`` (``make links``).
 
 The links come from the repository's address on GitHub, never from a placeholder:
-``--repo``, else ``GITHUB_REPOSITORY`` (set in GitHub Actions), else the git remote ``origin``
-(``https://github.com/OWNER/NAME.git`` or ``git@github.com:OWNER/NAME.git``). With an address,
+``--repo`` (``make links REPO=OWNER/NAME``), else ``GITHUB_REPOSITORY`` (set in GitHub Actions),
+else the git remote ``origin`` (``https://github.com/OWNER/NAME.git`` or
+``git@github.com:OWNER/NAME.git``): :func:`find_repo`, which ``tools.site`` (``make site``)
+uses the same way. With an address,
 this writes, and on a second run refreshes (the links open the *student edition*, which
 ``.github/workflows/student-edition.yml`` publishes on the branch ``student-edition``):
 
@@ -13,9 +15,8 @@ this writes, and on a second run refreshes (the links open the *student edition*
 - each notebook's first code cell: the set-up lines at its top (:func:`bootstrap`), which
   install attnlib from ``git+https://github.com/OWNER/NAME@BRANCH`` where it is not installed.
 
-It changes nothing else. With no address known it writes the set-up lines without an address
-(they then ask for one where attnlib is missing) and no links, and says so. The site builder
-(``tools.site``) adds the same links to every page when it knows the address.
+It changes nothing else. With no address known it changes no file at all, and says so. The
+site builder (``tools.site``) adds the same links to every page when it knows the address.
 """
 
 from __future__ import annotations
@@ -90,11 +91,20 @@ def parse_remote(url: str) -> tuple[str, str] | None:
     return (match["owner"], match["name"]) if match else None
 
 
-def find_repo(env: dict[str, str] | None = None, root: Path = ROOT, branch: str = "main") -> Repo | None:
-    """The repository's address: ``GITHUB_REPOSITORY`` in ``env``, else git's remote ``origin``."""
+_SLUG = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def find_repo(
+    env: dict[str, str] | None = None, root: Path = ROOT, branch: str = "main", slug: str | None = None
+) -> Repo | None:
+    """The repository's address: ``slug`` (``OWNER/NAME``, from ``--repo``, i.e. ``REPO=`` of
+    ``make links`` and ``make site``), else ``GITHUB_REPOSITORY`` in ``env``, else git's remote
+    ``origin``; None where none is known."""
+    if slug is not None:
+        return Repo(*repo_slug(slug).split("/"), branch)
     env = os.environ if env is None else env
     slug = env.get("GITHUB_REPOSITORY", "")
-    if re.fullmatch(r"[\w.-]+/[\w.-]+", slug):
+    if _SLUG.fullmatch(slug):
         owner, name = slug.split("/")
         return Repo(owner, name, branch)
     try:
@@ -105,6 +115,23 @@ def find_repo(env: dict[str, str] | None = None, root: Path = ROOT, branch: str 
         return None
     found = parse_remote(url)
     return Repo(*found, branch) if found else None
+
+
+def repo_slug(text: str) -> str:
+    """``OWNER/NAME`` as given, or ValueError: a mistyped ``REPO=`` must not fall back to another address."""
+    if not _SLUG.fullmatch(text):
+        raise ValueError(f"expected the repository as OWNER/NAME (REPO=someone/series), got {text!r}")
+    return text
+
+
+def repo_argument(parser) -> None:
+    """``--repo OWNER/NAME``, as ``tools.links`` and ``tools.site`` both take it."""
+    parser.add_argument(
+        "--repo",
+        type=repo_slug,
+        metavar="OWNER/NAME",
+        help="the repository on GitHub (default: GITHUB_REPOSITORY, else git's remote origin)",
+    )
 
 
 def bootstrap(repo: Repo | None) -> str:
@@ -197,7 +224,7 @@ def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m tools.links", description=__doc__.split("\n")[0])
-    parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: GITHUB_REPOSITORY, else git's origin)")
+    repo_argument(parser)
     parser.add_argument(
         "--branch",
         default="main",
@@ -207,21 +234,21 @@ def main(argv: list[str]) -> int:
         ),
     )
     args = parser.parse_args(argv)
-    env = {"GITHUB_REPOSITORY": args.repo} if args.repo else None
-    repo = find_repo(env, ROOT, args.branch)
-    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if update_notebook(p, repo)]
+    repo = find_repo(None, ROOT, args.branch, args.repo)
     if repo is None:
+        # Writing "no address" would strip links that an earlier run wrote: leave every file alone.
         print(
-            "no repository address known (no --repo, no GITHUB_REPOSITORY, no GitHub remote 'origin'):"
-            " no links written; the notebooks' set-up lines ask for ATTNLIB_SOURCE where attnlib is missing."
+            "no repository address known (no REPO=OWNER/NAME, no GITHUB_REPOSITORY, no GitHub remote"
+            " 'origin'): nothing written, every file left as it was. Run  make links REPO=OWNER/NAME"
         )
-    else:
-        readme = ROOT / "README.md"
-        text = readme.read_text(encoding="utf-8")
-        if (new := with_readme_links(text, repo)) != text:
-            readme.write_text(new, encoding="utf-8")
-            changed.append("README.md")
-        print(f"links to {repo.slug}@{repo.branch}")
+        return 0
+    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if update_notebook(p, repo)]
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if (new := with_readme_links(text, repo)) != text:
+        readme.write_text(new, encoding="utf-8")
+        changed.append("README.md")
+    print(f"links to {repo.slug}@{repo.branch}")
     print(f"updated: {', '.join(changed)}" if changed else "nothing to change")
     return 0
 

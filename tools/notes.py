@@ -36,6 +36,10 @@ PRESENTING = (
     "explorer's slide shows raw `VBox(...)` text until its cell has run in a live kernel: if one "
     "does, select that cell and press `Shift+Enter`."
 )
+# Any version of that paragraph, old wordings included: each run replaces them all with PRESENTING.
+_PRESENTING_ANY = re.compile(
+    r"^\*{1,2}Presenting live with RISE:?\*{1,2}:?[^\n]*(?:\n(?!\n)[^\n]*)*\n*", re.M
+)
 OPEN = "<details><summary>Show the notes</summary>"
 CLOSE = "</details>"
 # The opening words the notes had before the label, now said by the label.
@@ -53,11 +57,16 @@ def unwrap(text: str) -> str:
     return text.removesuffix(CLOSE).rstrip("\n") if text.rstrip("\n").endswith(CLOSE) else text
 
 
+def without_presenting(text: str) -> str:
+    """``text`` without the paragraph on presenting live with RISE, in any of its wordings."""
+    return _PRESENTING_ANY.sub("", text)
+
+
 def _label(text: str, first: bool) -> str:
     for label in (LABEL, *_OLD_LABELS):
         text = text.removeprefix(label)
     text = unwrap(text.lstrip("\n")).removeprefix(OPEN)
-    body = text.lstrip("\n").removeprefix(PRESENTING).lstrip("\n")
+    body = without_presenting(text).lstrip("\n")
     opening = _OLD_OPENING.match(body)
     if opening:  # "Speaker notes (about 30 minutes). Open ..." -> "About 30 minutes. Open ..."
         duration = f"{opening[1][0].upper()}{opening[1][1:]}. " if opening[1] else ""
@@ -110,6 +119,10 @@ def problems(nb: dict) -> list[str]:
             found.append(f"{where}: notes must be collapsed (metadata.jupyter.source_hidden = true)")
         if (PRESENTING in text) != (n == 0):
             found.append(f"{where}: the note on presenting live belongs in the first notes cell only")
+        if len(_PRESENTING_ANY.findall(text)) > (n == 0):
+            found.append(
+                f"{where}: the note on presenting live is there more than once (or in an old wording)"
+            )
     if not notes:
         found.append("no speaker notes: the first notes cell says how to present live")
     for i, cell in enumerate(nb["cells"]):

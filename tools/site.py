@@ -1,7 +1,8 @@
 """Build the series as a static web site from the stored notebooks, without running them.
 
-Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make site`` runs
-``notebooks`` -> ``build/site``, after ``make slides`` wrote ``build/slides``).
+Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR] [--repo OWNER/NAME]``
+(``make site`` runs ``notebooks`` -> ``build/site``, after ``make slides`` wrote ``build/slides``,
+and passes ``REPO=OWNER/NAME`` as ``--repo``).
 
 - ``index.html``: what the series is and for whom, the chapter list, how to run it locally
   (all from README.md); ``references.html``: README's bibliography.
@@ -9,26 +10,29 @@ Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR]`` (``make si
   the exercises as in the student edition (``tools.student``) and without speaker notes; an
   explorer shows as the still of its default view with a line saying it is interactive in
   JupyterLab.
-- ``slides/`` (the decks, copied) and ``notebooks/`` (the notebook files), which pages link to.
-- where the repository's address is known (``GITHUB_REPOSITORY`` in GitHub Actions, else git's
-  remote ``origin``; ``tools.links``), each chapter's open-in-Colab and open-in-Binder links on
-  the index and on its page.
+- ``slides/`` (the decks, copied) and ``notebooks/`` (each notebook's student edition, the file
+  ``make student`` writes), which pages link to.
+- where the repository's address is known (``--repo``, else ``GITHUB_REPOSITORY`` in GitHub
+  Actions, else git's remote ``origin``: ``tools.links.find_repo``, as ``make links`` takes it),
+  each chapter's open-in-Colab and open-in-Binder links on the index and on its page.
 
-Every page is plain HTML and CSS: no script, nothing from the network.
+Every page is plain HTML and CSS with one small inline script that nothing depends on
+(``static/site.js``), and nothing from the network.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
 from dataclasses import dataclass
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlencode
 
 from . import search
-from .links import Repo, find_repo, with_links
+from .links import Repo, find_repo, repo_argument, with_links
 from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
 from .student import student_notebook
 
@@ -123,9 +127,12 @@ def _nav(items: list[Chapter], current: str) -> str:
         links.append(f'<li><a href="{ch.page}"{mark}>{escape(ch.title)}</a></li>')
     home = ' aria-current="page"' if current == "index" else ""
     refs = ' aria-current="page"' if current == "references" else ""
+    # The search box stays outside the list that a phone keeps closed; the search page has its own.
+    form = "" if current == "search" else search.FORM
     return (
-        f'<nav class="series" aria-label="chapters"><details class="menu" open><summary>Chapters</summary>'
-        f'{search.FORM}<p><a href="index.html"{home}>{escape(SERIES)}</a></p>'
+        f'<nav class="series" aria-label="chapters">{form}'
+        '<details class="menu" open><summary>Chapters</summary>'
+        f'<p><a href="index.html"{home}>{escape(SERIES)}</a></p>'
         f'<ol>{"".join(links)}</ol><p><a href="references.html"{refs}>References</a></p></details></nav>'
     )
 
@@ -159,6 +166,35 @@ def _focusable_pre(html: str) -> str:
     return html.replace("<pre>", '<pre tabindex="0">')
 
 
+_TABLE = re.compile(r"<table\b.*?</table>", re.S)
+
+
+def _table_label(table: str) -> str:
+    """What a table's scroll box is called: its column headings, e.g. "Table: the paper, this
+    notebook, why (scrolls sideways)"."""
+    first_row = re.search(r"<tr\b.*?</tr>", table, re.S)
+    cells = re.findall(r"<t[hd]\b[^>]*>(.*?)</t[hd]>", first_row[0] if first_row else "", re.S)
+    names = [" ".join(re.sub(r"<[^>]+>", "", cell).split()) for cell in cells]
+    names = [unescape(name) for name in names if name]
+    return f"Table: {', '.join(names)} (scrolls sideways)" if names else "Table (scrolls sideways)"
+
+
+def scrolling_tables(html: str) -> str:
+    """Every table in a box that scrolls it sideways on a narrow screen, and says so: the box
+    takes the keyboard focus and is named after the table's columns, and above it a line
+    "Scroll sideways" that site.js shows, and a fading right edge, while columns are hidden."""
+
+    def wrap(match: re.Match) -> str:
+        table = match[0]
+        label = escape(_table_label(table))
+        return (
+            '<div class="wide-table"><p class="scroll-cue">Scroll sideways for more columns →</p>'
+            f'<div class="table-scroll" role="region" tabindex="0" aria-label="{label}">{table}</div></div>'
+        )
+
+    return _TABLE.sub(wrap, html)
+
+
 def _plain_page(title: str, nav: str, body: str) -> str:
     css = (TEMPLATES / "attn-page" / "static" / "site.css").read_text(encoding="utf-8")
     script = (TEMPLATES / "attn-page" / "static" / "site.js").read_text(encoding="utf-8")
@@ -167,7 +203,8 @@ def _plain_page(title: str, nav: str, body: str) -> str:
         f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
         f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
         f"<style>\n{css}\n</style>\n</head>\n"
-        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n{_focusable_pre(body)}\n{LICENCE_FOOTER}\n'
+        f'<body>\n<div class="layout">{nav}\n<main class="prose">\n'
+        f"{scrolling_tables(_focusable_pre(body))}\n{LICENCE_FOOTER}\n"
         f"</main></div>\n<script>\n{script}</script>\n"
         "</body>\n</html>\n"
     )
@@ -186,7 +223,8 @@ def home_page(sections: dict[str, str], items: list[Chapter], repo: Repo | None 
     rows = "".join(
         f'<li><a href="{ch.page}">{escape(ch.title)}</a> — {markdown_to_html(ch.summary).strip()[3:-4]}'
         f' <span class="links">(<a href="slides/{ch.stem}.slides.html">slides</a>,'
-        f' <a href="notebooks/{ch.stem}.ipynb" download>notebook</a>{_launch(repo, ch.stem)})</span></li>'
+        f' <a href="notebooks/{ch.stem}.ipynb" download>student notebook</a>'
+        f"{_launch(repo, ch.stem)})</span></li>"
         for ch in items
     )
     body = (
@@ -243,21 +281,24 @@ def build_site(
             "chapter_links": (
                 f'<p class="chapter-links">Present it: <a href="slides/{ch.stem}.slides.html">slides</a>'
                 f' · Run it: <a href="notebooks/{ch.stem}.ipynb" download>{ch.stem}.ipynb</a>'
-                " (open in JupyterLab; exercises have their solutions in this file, "
-                "<code>make student</code> writes your copy without them)"
+                " (the student edition, exercises left for you; open it in JupyterLab)"
                 + (f". Run it without installing: {_launch(repo, ch.stem)[2:]}" if repo else "")
                 + _report(repo, ch.page, ch.title)
                 + "</p>"
             ),
         }
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
+        html = scrolling_tables(html)
         (out_dir / ch.page).write_text(html, encoding="utf-8")
         pages.append(out_dir / ch.page)
         entries += search.page_sections(html, ch.page, ch.title)
     search.write_index(out_dir, entries)
+    # What a reader downloads is the student edition, the very file `make student` writes.
     (out_dir / "notebooks").mkdir(exist_ok=True)
     for path in paths:
-        shutil.copy(path, out_dir / "notebooks" / path.name)
+        edition = student_notebook(json.loads(path.read_text(encoding="utf-8")))
+        text = json.dumps(edition, indent=1, ensure_ascii=False) + "\n"
+        (out_dir / "notebooks" / path.name).write_text(text, encoding="utf-8")
     if slides_dir is not None and slides_dir.exists():
         shutil.rmtree(out_dir / "slides", ignore_errors=True)
         shutil.copytree(slides_dir, out_dir / "slides")
@@ -266,12 +307,18 @@ def build_site(
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[0]) if argv else Path("notebooks")
-    target = Path(argv[1]) if len(argv) > 1 else Path("build/site")
-    slides = Path(argv[2]) if len(argv) > 2 else Path("build/slides")
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.site", description=__doc__.split("\n")[0])
+    parser.add_argument("source", nargs="?", type=Path, default=Path("notebooks"))
+    parser.add_argument("target", nargs="?", type=Path, default=Path("build/site"))
+    parser.add_argument("slides", nargs="?", type=Path, default=Path("build/slides"))
+    repo_argument(parser)
+    args = parser.parse_args(argv)
+    source, target = args.source, args.target
     readme = source.resolve().parent / "README.md"
-    repo = find_repo(root=readme.parent)
-    pages = build_site(source, target, slides, readme, repo)
+    repo = find_repo(None, readme.parent, slug=args.repo)
+    pages = build_site(source, target, args.slides, readme, repo)
     links = f"Colab and Binder links to {repo.slug}" if repo else "no Colab or Binder links (address unknown)"
     print(f"wrote {len(pages)} pages into {target} ({links}); open {target / 'index.html'}")
     return 0

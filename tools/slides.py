@@ -1,13 +1,24 @@
 """Build one reveal.js deck per notebook, fit to open offline in any lecture room.
 
-Usage: ``python -m tools.slides [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides`` runs
-``notebooks`` -> ``build/slides``).
+Usage: ``python -m tools.slides [--solutions] [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides`` runs
+``notebooks`` -> ``build/slides``; ``make slides-solutions`` runs ``--solutions`` ->
+``build/slides-solutions``).
+
+Two kinds of deck. The class decks (the default, and the ones the site links to) show each
+exercise as the student edition does (:func:`tools.student.student_notebook`): its text and the
+stub the student gets, the check with no output, nothing after the check, and no speaker notes
+in the Exercises section (they discuss the answers); the lesson's speaker notes stay. The
+instructor decks (``--solutions``, for after the deadline) show the solved notebook, and their
+title slide says so (:data:`SOLUTIONS_BANNER`).
 
 Every deck loads reveal.js from ``OUT_DIR/reveal.js/``, copied from the pinned
 ``sphinx-revealjs`` package (which vendors reveal.js 5); maths is MathML made at build time;
 explorers are stills of their default view; progress bars and training logs are left out; a
-slide too large for its 1280x720 frame is zoomed out until it fits, and long code lines wrap.
-Speaker notes (cells of slide type ``notes``) stay in the deck: press S.
+slide too tall for its 1280x720 frame continues on the next (vertical) slide, split between
+cells or between a cell's code and its output (a slide that still does not fit is zoomed out),
+and long code lines wrap. The arrow keys, Space and a clicker walk every slide in order
+(reveal.js's linear navigation). Speaker notes (cells of slide type ``notes``) stay in the deck,
+without the paragraph on presenting with RISE: press S.
 
 What a deck shows differs from the notebook only where a projector needs it (:func:`deck_cells`):
 the set-up lines that install attnlib where it is missing are left out of the first code cell,
@@ -24,13 +35,14 @@ import sys
 from pathlib import Path
 
 from .links import without_bootstrap
-from .notes import unwrap
+from .notes import unwrap, without_presenting
 from .publish import exporter, static_outputs, title_of
-from .student import is_notes
+from .student import is_notes, student_notebook
 
 REVEAL_DIR = "reveal.js"
 OUTPUT_APART = "slides-output-apart"  # a code cell tag: the deck shows its outputs on the next slide
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SOLUTIONS_BANNER = "Instructor deck: contains solutions"
 
 
 def short_traceback(lines: list[str]) -> list[str]:
@@ -46,7 +58,7 @@ def deck_cells(cells: list[dict]) -> list[dict]:
     first_code = True
     for cell in copy.deepcopy(cells):
         if is_notes(cell):  # the speaker view shows the notes whole, not a closed <details>
-            cell["source"] = unwrap(cell["source"])
+            cell["source"] = without_presenting(unwrap(cell["source"]))  # RISE's keys do not apply
         if cell.get("cell_type") != "code":
             out.append(cell)
             continue
@@ -90,9 +102,20 @@ def deck_name(notebook: Path) -> str:
     return f"{notebook.stem}.slides.html"
 
 
-def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
+def _with_banner(cells: list[dict]) -> list[dict]:
+    """``cells`` with :data:`SOLUTIONS_BANNER` at the top of the first (title) slide."""
+    cells = copy.deepcopy(cells)
+    banner = f'<p class="solutions-banner">{SOLUTIONS_BANNER}</p>\n\n'
+    first = next(c for c in cells if c.get("cell_type") == "markdown" and not is_notes(c))
+    text = first["source"]
+    first["source"] = banner + ("".join(text) if isinstance(text, list) else text)
+    return cells
+
+
+def build_decks(notebook_dir: Path, out_dir: Path, solutions: bool = False) -> list[Path]:
     """Write ``NN_name.slides.html`` for every notebook in ``notebook_dir`` (or for the one
-    notebook it names); return their paths."""
+    notebook it names); return their paths. The class decks unless ``solutions`` (see the
+    module's docstring)."""
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,9 +125,11 @@ def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
     written = []
     paths = [notebook_dir] if notebook_dir.suffix == ".ipynb" else sorted(notebook_dir.glob("*.ipynb"))
     for path in paths:
-        nb = static_outputs(nbformat.read(path, as_version=4), training_logs=False)
-        nb["cells"] = deck_cells(nb["cells"])
-        resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title_of(nb)}
+        nb = nbformat.read(path, as_version=4)
+        nb = static_outputs(nb if solutions else student_notebook(nb, lesson_notes=True), training_logs=False)
+        nb["cells"] = deck_cells(_with_banner(nb["cells"]) if solutions else nb["cells"])
+        title = title_of(nb) + (" · instructor deck with solutions" if solutions else "")
+        resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title}
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
         target = out_dir / deck_name(path)
         target.write_text(html, encoding="utf-8")
@@ -113,11 +138,20 @@ def build_decks(notebook_dir: Path, out_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    solutions = "--solutions" in argv
+    argv = [a for a in argv if a != "--solutions"]
     source = Path(argv[0]) if argv else Path("notebooks")
-    target = Path(argv[1]) if len(argv) > 1 else Path("build/slides")
-    for path in build_decks(source, target):
+    target = (
+        Path(argv[1]) if len(argv) > 1 else Path("build/slides-solutions" if solutions else "build/slides")
+    )
+    for path in build_decks(source, target, solutions=solutions):
         print(f"wrote {path}")
-    print(f"open {target}/NN_name.slides.html in a browser; press S for the speaker notes")
+    kind = (
+        "instructor decks, WITH SOLUTIONS: not for students before the deadline"
+        if solutions
+        else "class decks"
+    )
+    print(f"{kind}: open {target}/NN_name.slides.html in a browser; press S for the speaker notes")
     return 0
 
 

@@ -148,10 +148,28 @@ def answer_cells(cells: list[dict]) -> set[int]:
     return found
 
 
-def student_notebook(nb: dict) -> dict:
-    """A copy of ``nb`` with solutions stubbed and everything that would give them away removed."""
+def exercises_start(cells: list[dict]) -> int:
+    """Index of the Exercises heading (the number of cells where there is none)."""
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(_source(cell).lstrip()):
+            return i
+    return len(cells)
+
+
+def student_notebook(nb: dict, lesson_notes: bool = False) -> dict:
+    """A copy of ``nb`` with solutions stubbed and everything that would give them away removed.
+
+    Args:
+        nb: a notebook (dict in nbformat 4).
+        lesson_notes: keep the speaker notes before the Exercises heading (the class decks of
+            :mod:`tools.slides` show them in the speaker view); the notes of the Exercises
+            section discuss the answers and always go.
+    """
     nb = copy.deepcopy(nb)
     dropped = answer_cells(nb["cells"])
+    if lesson_notes:
+        start = exercises_start(nb["cells"])
+        dropped = {i for i in dropped if i >= start or not is_notes(nb["cells"][i])}
     nb["cells"] = [cell for i, cell in enumerate(nb["cells"]) if i not in dropped]
     for cell in nb["cells"]:
         if cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(_source(cell).lstrip()):
