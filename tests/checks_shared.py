@@ -26,4 +26,5 @@ def assert_hint(check_fn, wrong, hint):
     """A typical mistake fails, and the message gives the hint written for it."""
     verdict = check_fn(wrong)
     assert not verdict and verdict.status == "fail"
+    assert verdict.message.startswith("Wrong: "), verdict.message  # the word, not only an emoji
     assert "hint:" in verdict.message and hint in verdict.message, verdict.message

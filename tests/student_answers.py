@@ -13,10 +13,11 @@ def assert_todo_then_error(check_fn, crash=crashes, *expected_in_message: str) -
     """A stub gets "not yet"; a crash is reported in words, naming ``expected_in_message``."""
     todo = check_fn(stub)
     assert todo.status == "todo" and not todo
-    assert "not yet" in todo.message
+    assert todo.message.startswith("Not yet: "), todo.message  # the word, not only an emoji
 
     error = check_fn(crash)
     assert error.status == "error" and not error
+    assert error.message.startswith("Error: "), error.message
     assert "Traceback" not in error.message
     for text in expected_in_message:
         assert text in error.message

@@ -278,7 +278,7 @@ def test_greedy_vs_beam_prediction():
     ]:
         verdict = check.greedy_vs_beam(greedy, beam)
         assert not verdict and "hint:" in verdict.message and hint in verdict.message, verdict.message
-        assert verdict.message.count("❌") == 1 + (greedy != "a") + (beam != "b")
+        assert verdict.message.count("Wrong: ") == 1 + (greedy != "a") + (beam != "b")
 
 
 # ----------------------------------------------------------------------------- not yet / crashes

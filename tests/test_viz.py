@@ -254,16 +254,9 @@ def _fingerprint(fig) -> str:
 @pytest.fixture
 def drawings(monkeypatch):
     """Fingerprints of the figures explorers show, newest last."""
-    shown: list[str] = []
+    from tests.test_viz_explorers import record_shown
 
-    def fake_show(fig=None):  # plt.show(), or an explorer showing the figure it keeps
-        fig = fig or plt.gcf()
-        shown.append(_fingerprint(fig))
-        plt.close(fig)
-
-    monkeypatch.setattr(plt, "show", fake_show)
-    monkeypatch.setattr(explorers, "_show", fake_show)
-    return shown
+    return record_shown(monkeypatch, _fingerprint)
 
 
 def assert_every_control_matters(box, drawings: list[str], printed=lambda: "") -> int:
@@ -365,19 +358,8 @@ def test_copy_explorer_controls_all_matter(drawings):
 
 
 def test_gate_explorer_controls_all_matter(drawings):
-    from torch import nn
-
-    from attnlib.tasks import digit_vocab
     from attnlib.viz import gate_explorer
+    from tests.test_viz_explorers import _tiny_lstm_lm  # the same tiny LSTM language model
 
-    class TinyLM(nn.Module):
-        def __init__(self, vocab_size: int) -> None:
-            super().__init__()
-            self.embedding = nn.Embedding(vocab_size, 3)
-            self.rnn = nn.LSTM(3, 4, batch_first=True)
-            self.fc = nn.Linear(4, vocab_size)
-
-    vocab = digit_vocab()
-    torch.manual_seed(0)
-    box = gate_explorer(TinyLM(len(vocab)), vocab, ["1357", "24680", "12"])
+    box = gate_explorer(*_tiny_lstm_lm(), ["1357", "24680", "12"])
     assert assert_every_control_matters(box, drawings) >= 4

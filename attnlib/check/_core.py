@@ -17,11 +17,16 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
 
 import torch
 
-PASS, FAIL, TODO = "✅", "❌", "✏️"
+#: The word every verdict starts with, by status: the meaning is in words, never only in a colour
+#: or an emoji (without an emoji font, or read aloud, those all look or sound alike).
+WORDS = {"pass": "Passed", "todo": "Not yet", "fail": "Wrong", "error": "Error"}
+#: How each message begins, before the exercise's title: ``f"{FAIL} {title}: ..."``.
+PASS, TODO, FAIL, ERROR = (f"{WORDS[status]}:" for status in ("pass", "todo", "fail", "error"))
 
 
 @dataclass(frozen=True)
@@ -44,9 +49,24 @@ class Mistake:
     wrong: Callable[..., Any]
 
 
+#: The box round a verdict in JupyterLab, by status: (what it says to a screen reader, border,
+#: background, emoji). The borders differ in grey too (luminance 0.16, 0.28, 0.05) and in style
+#: (dashed for "not yet", double for an error); the word before the message says it in any case.
+_LOOK = {
+    "pass": ("Check passed", "4px solid #1a7f37", "#eefbf1", "✅"),
+    "todo": ("Check not done yet", "4px dashed #bf8700", "#fff8e5", "✏️"),
+    "fail": ("Check failed, wrong answer", "4px solid #82071e", "#fff0f0", "❌"),
+    "error": ("Check failed, your code raised an error", "6px double #82071e", "#fff0f0", "❌"),
+}
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of a check: truthy when passed; its text is the message for the student."""
+    """The outcome of a check: truthy when passed; its text is the message for the student.
+
+    The message starts with the word of its status (:data:`WORDS`): "Passed", "Not yet" (the
+    stub is not written yet), "Wrong" (a wrong answer) or "Error" (the student's code raised).
+    """
 
     passed: bool
     message: str
@@ -55,11 +75,23 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.passed
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # text/plain: what nbval compares, and what a terminal shows
         return self.message
 
-    def _repr_markdown_(self) -> str:  # JupyterLab renders this; nbval compares __repr__
-        return self.message.replace("\n", "  \n")
+    def _repr_html_(self) -> str:
+        """JupyterLab's view: the message in a box whose border and accessible name say the status."""
+        name, border, background, emoji = _LOOK[self.status]
+        word = WORDS[self.status]
+        rest = self.message.removeprefix(word).removeprefix(":").lstrip(" ")
+        heading = rest.split("\n", 1)[0]
+        style = (
+            f"border: 1px solid #d0d7de; border-left: {border}; background: {background}; color: #1f2328; "
+            "padding: 0.4em 0.8em; white-space: pre-wrap; font-family: inherit"
+        )
+        return (
+            f'<div role="status" aria-label="{escape(f"{name}: {heading}")}" style="{style}">'
+            f'<span aria-hidden="true">{emoji}</span> <strong>{escape(word)}:</strong> {escape(rest)}</div>'
+        )
 
 
 @contextmanager
@@ -248,7 +280,7 @@ def not_yet(title: str, *, each: bool = False) -> Verdict:
     which = "each " if each else ""
     return Verdict(
         False,
-        f"{TODO} {title}: not yet. Replace {which}`raise NotImplementedError` with your code, "
+        f"{TODO} {title}: replace {which}`raise NotImplementedError` with your code, "
         "then run this check again.",
         "todo",
     )
@@ -283,7 +315,7 @@ def raised(title: str, exc: BaseException, who: str, *, each: bool = False, supe
     """
     if isinstance(exc, NotImplementedError):
         return not_yet(title, each=each)
-    text = f"{FAIL} {title}{who} raised {type(exc).__name__}: {exc}{_student_line(exc)}"
+    text = f"{ERROR} {title}{who} raised {type(exc).__name__}: {exc}{_student_line(exc)}"
     if super_hint and BEFORE_SUPER_INIT in str(exc):
         text += f"\n   hint: {super_hint}"
     return Verdict(False, text, "error")
@@ -339,7 +371,7 @@ def run_check(
 def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol: float = 1e-4) -> Verdict:
     """Check a predicted value (a number, a shape, a token) rather than a function."""
     if answer is ...:
-        return Verdict(False, f"{TODO} {title}: not yet. Replace `...` with your prediction.", "todo")
+        return Verdict(False, f"{TODO} {title}: replace `...` with your prediction.", "todo")
     if same(answer, expected, atol) or (
         isinstance(expected, tuple) and isinstance(answer, (torch.Size, list)) and tuple(answer) == expected
     ):
@@ -409,7 +441,7 @@ def result_part(fn: Callable[..., Any], index: int, count: int) -> Callable[...,
 
 def predictions_not_yet(title: str) -> Verdict:
     """The verdict for a prediction in several parts with a ``...`` still in it."""
-    return Verdict(False, f"{TODO} {title}: not yet. Replace each `...` with your prediction.", "todo")
+    return Verdict(False, f"{TODO} {title}: replace each `...` with your prediction.", "todo")
 
 
 def combined(title: str, parts: Sequence[Verdict], right: str, *notes: str) -> Verdict:

@@ -17,7 +17,15 @@ import importlib
 
 #: module -> the public names it defines
 _HOMES: dict[str, tuple[str, ...]] = {
-    "heatmaps": ("CMAP", "MASK_COLOURS", "MASK_LABELS", "plot_attention", "plot_bars", "replot_attention"),
+    "heatmaps": (
+        "CMAP",
+        "MASK_COLOURS",
+        "MASK_LABELS",
+        "plot_attention",
+        "plot_bars",
+        "replot_attention",
+        "replot_bars",
+    ),
     "drawing": (
         "CONTEXT",
         "DECODER",

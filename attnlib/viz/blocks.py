@@ -159,7 +159,10 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
         kept["here"] = a2.scatter(
             cos_col[position], sin_col[position], color="#fde725", edgecolor="black", s=60, zorder=3
         )
-        a2.set(xlabel="cos", ylabel="sin", title=titles[1], aspect="equal")
+        # fixed limits round the unit circle: a redraw moves the points without rescaling
+        a2.set(
+            xlabel="cos", ylabel="sin", title=titles[1], aspect="equal", xlim=(-1.1, 1.1), ylim=(-1.1, 1.1)
+        )
         kept["bars"] = a3.bar(range(dim), pe[position], color=colours)
         a3.set(xlabel="dimension", ylabel="value", ylim=(-1.1, 1.1), title=titles[2])
         kept.update(pair=pair, figure=kept_figure(fig))

@@ -15,7 +15,7 @@ import torch
 from ..functional import attention_scores
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure, retitle
-from .heatmaps import plot_bars, replot_attention
+from .heatmaps import plot_bars, replot_attention, replot_bars
 
 
 def attention_diagram(
@@ -114,14 +114,7 @@ def query_explorer(inputs: torch.Tensor, tokens: Sequence[str]):
         suptitle = "context vector = " + ", ".join(f"{v:.4f}" for v in context.tolist())
         if figure is not None:  # redrawn in place: new bars, their numbers, limits and titles
             for ax, values in zip(figure.axes, (scores, weights), strict=True):
-                bars = ax.containers[0]
-                for bar, value in zip(bars, values.tolist(), strict=True):
-                    bar.set_height(value)
-                for text in ax.texts[:]:  # the numbers on the bars
-                    text.remove()
-                ax.bar_label(bars, fmt="%.3f", fontsize=8)
-                ax.relim()
-                ax.autoscale_view()
+                replot_bars(ax, values)
             figure.axes[0].set_title(title)
             retitle(figure, suptitle)
             return figure

@@ -199,6 +199,9 @@ def _annotate(ax, w: torch.Tensor, vmin: float, vmax: float) -> None:
         )
 
 
+_BAR_FORMAT = "%.3f"  # the number written on each bar
+
+
 def plot_bars(
     values: Any,
     labels: Sequence[str],
@@ -218,11 +221,40 @@ def plot_bars(
         raise ValueError(f"expected {len(v)} labels, got {len(labels)}")
     ax = axes_or_new(ax, (5, 3))
     bars = ax.bar(range(len(v)), v.numpy(), color=color)
-    ax.bar_label(bars, fmt="%.3f", fontsize=8)
+    ax.bar_label(bars, fmt=_BAR_FORMAT, fontsize=8)
     ax.set_xticks(range(len(v)), labels, rotation=30)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.margins(y=0.15)
     if title:
         ax.set_title(title)
+    return ax
+
+
+def replot_bars(ax: Any, values: Any) -> Any:
+    """:func:`plot_bars` redrawn in place for an explorer: the axes ``plot_bars`` drew, with new values.
+
+    New heights, the new numbers on them (placed above a bar, or below it when its value is
+    negative, as ``bar_label`` places them) and new limits; labels, title and colour are kept.
+
+    Args:
+        ax: axes that :func:`plot_bars` drew. values: one value per bar, as many as before.
+
+    Returns:
+        The ``Axes``.
+    """
+    v = torch.as_tensor(values).detach().float().cpu().flatten()
+    bars = ax.containers[0]
+    if len(bars) != len(v):
+        raise ValueError(f"expected {len(bars)} values (one per bar), got {len(v)}")
+    for bar, value in zip(bars, v.tolist(), strict=True):
+        bar.set_height(value)
+    # bar_label writes and places each number from the container's datavalues, which
+    # set_height does not touch: without this the old numbers would stand on the new bars
+    bars.datavalues = v.numpy()
+    for text in ax.texts[:]:  # the old numbers
+        text.remove()
+    ax.bar_label(bars, fmt=_BAR_FORMAT, fontsize=8)
+    ax.relim()
+    ax.autoscale_view()
     return ax
