@@ -22,7 +22,6 @@ Every page is plain HTML and CSS with one small inline script that nothing depen
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -34,7 +33,7 @@ from urllib.parse import urlencode
 from . import search
 from .links import Repo, find_repo, repo_argument, with_links
 from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
-from .student import student_notebook
+from .student import student_notebook, student_text
 
 SERIES = "Attention, from one dot product to a trained Transformer"
 
@@ -296,9 +295,7 @@ def build_site(
     # What a reader downloads is the student edition, the very file `make student` writes.
     (out_dir / "notebooks").mkdir(exist_ok=True)
     for path in paths:
-        edition = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-        text = json.dumps(edition, indent=1, ensure_ascii=False) + "\n"
-        (out_dir / "notebooks" / path.name).write_text(text, encoding="utf-8")
+        (out_dir / "notebooks" / path.name).write_text(student_text(path), encoding="utf-8")
     if slides_dir is not None and slides_dir.exists():
         shutil.rmtree(out_dir / "slides", ignore_errors=True)
         shutil.copytree(slides_dir, out_dir / "slides")

@@ -191,6 +191,11 @@ def _dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+def student_text(path: Path) -> str:
+    """The student edition of the notebook at ``path``, as the text of its file."""
+    return _dumps(student_notebook(json.loads(path.read_text(encoding="utf-8"))))
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -207,7 +212,7 @@ def build(source_dir: Path, target_dir: Path) -> dict[str, list[str]]:
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     report: dict[str, list[str]] = {"written": [], "unchanged": [], "kept": []}
     for path in sorted(source_dir.glob("*.ipynb")):
-        text = _dumps(student_notebook(json.loads(path.read_text(encoding="utf-8"))))
+        text = student_text(path)
         target = target_dir / path.name
         if target.exists():
             current = _digest(target.read_text(encoding="utf-8"))
