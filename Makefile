@@ -206,22 +206,24 @@ links: $(STAMP)
 	$(BIN)/python -m tools.links $(if $(REPO),--repo $(REPO))
 
 # The series in a foreign environment, as a student meets it on Colab: a fresh venv with the
-# newest torch these machines offer (COMPAT_TORCH; pip takes it from the local wheels, with the
-# CUDA packages its Linux build asks for) and the pins of requirements.txt for the rest, but no
-# attnlib. Notebook 01 runs first: its first code cell installs attnlib from a copy of the working
-# tree (ATTNLIB_SOURCE), as it would from GitHub, and what that cell prints is shown. Then nbval-lax
-# runs every notebook: any error fails, outputs are not compared (docs/environment.md says how far
-# they differ). Not part of make test: it installs about 3 GB and takes several minutes.
+# newest torch these machines offer (COMPAT_TORCH; on Linux its CPU build from TORCH_INDEX, as in
+# make venv, not PyPI's CUDA build and its NVIDIA packages) and the pins of requirements.txt for
+# the rest, but no attnlib. Notebook 01 runs first: its first code cell installs attnlib from a
+# copy of the working tree (ATTNLIB_SOURCE), as it would from GitHub, and what that cell prints is
+# shown. Then nbval-lax runs every notebook: any error fails, outputs are not compared
+# (docs/environment.md says how far they differ). Not part of make test: it installs a second
+# environment and takes several minutes.
 COMPAT_DIR   ?= build/compat
 COMPAT_TORCH ?= 2.14.1
 COMPAT_PY     = $(COMPAT_DIR)/venv/bin/python
+COMPAT_TORCH_ARGS = $(or $(call torch_from_index,$(COMPAT_TORCH)),torch==$(COMPAT_TORCH))
 FIRST_CELL   := import nbformat, sys; nb = nbformat.read(sys.argv[1], 4); cell = next(c for c in nb.cells \
   if c.cell_type == "code"); print("".join(o.get("text") or str(o.get("data", "")) for o in cell.outputs) or "(nothing)")
 compat:
 	rm -rf $(COMPAT_DIR) && mkdir -p $(COMPAT_DIR)/src
 	git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(COMPAT_DIR)/src
 	$(PYTHON) -m venv $(COMPAT_DIR)/venv
-	$(COMPAT_PY) -m pip install --quiet --disable-pip-version-check torch==$(COMPAT_TORCH)
+	$(COMPAT_PY) -m pip install --quiet --disable-pip-version-check $(COMPAT_TORCH_ARGS)
 	grep -v -i -E '^(torch|attnlib)==' requirements.txt > $(COMPAT_DIR)/pins.txt
 	$(COMPAT_PY) -m pip install --quiet --disable-pip-version-check --no-deps -r $(COMPAT_DIR)/pins.txt
 	@cd /tmp && ! $(CURDIR)/$(COMPAT_PY) -c 'import attnlib' 2>/dev/null \

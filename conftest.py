@@ -1,7 +1,7 @@
 """pytest plugin for nbval runs of the notebooks.
 
-* Notebooks that share trained models through ``attnlib.trained.train_or_load`` (formerly
-  ``attnlib.cache.train_cached``; 07/08, 07/11, 08/11, 09/11) run first, in their numeric
+* Notebooks that share trained models through ``attnlib.trained.train_or_load`` (07/08,
+  07/11, 08/11, 09/11) run first, in their numeric
   order: xdist hands each of two workers two files to start with (07 and 09 to one, 08 and 11
   to the other), so the later notebook of each pair finds the earlier one's model and loads
   it. The other notebooks and unit-test modules follow, longest first, so that two workers
@@ -34,8 +34,8 @@ from pathlib import Path
 
 TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 TRAINS = re.compile(
-    r"(?<![.\w])(train|fit|train_or_load|train_cached)\(|training\.train\(|\.(train_or_load|train_cached)\("
-)  # attnlib's train(), train_or_load() (was train_cached()) or a loop fit(), not .train()
+    r"(?<![.\w])(train|fit|train_or_load)\(|training\.train\(|\.train_or_load\("
+)  # attnlib's train(), train_or_load() or a loop fit(), not .train()
 # Unit-test modules that take long (seconds on the development machine), started early when
 # the unit tests and the notebooks run in one session, so that no long one is left for last.
 LONG_UNIT_MODULES = {
@@ -44,7 +44,7 @@ LONG_UNIT_MODULES = {
     "tests/test_viz.py": 30.0,
     "tests/test_student_edition.py": 22.0,
 }
-SHARES = re.compile(r"\b(train_or_load|train_cached)\(")
+SHARES = re.compile(r"\btrain_or_load\(")
 _seconds: dict[str, float] = defaultdict(float)
 
 

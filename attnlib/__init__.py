@@ -5,6 +5,9 @@ exactly as in ``torch.nn.functional.scaled_dot_product_attention``. Everything t
 (plots, diagrams, explorers) lives in ``attnlib.viz`` and the exercise checks in
 ``attnlib.check``; ``import attnlib`` loads neither matplotlib nor ipywidgets.
 Trained models are memoised by :func:`attnlib.train_or_load`; "cache" means the KV cache.
+
+Notebooks 01 (dot-product attention) to 05 (multi-head attention) use its names as
+``attnlib.<name>``; every notebook calls :func:`attnlib.reproducible` first.
 """
 
 from .attention_decoders import DecoderWithAttention, LuongDecoder
@@ -26,7 +29,7 @@ from .fused_qkv import Attention, FusedQKVAttention
 from .gpt import GPT
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache, cached_attention
-from .local_attention import HardAttention, LocalAttention
+from .local_attention import HardAttention, LocalAttention, make_attention
 from .masks import (
     causal_mask,
     combine_masks,
@@ -48,21 +51,14 @@ from .multihead import (
 from .repro import reproducible
 from .rotary import apply_rotary, rotary_angles
 from .sampling import next_token_probs, sample_next, top_k_logits, top_p_logits
-from .scorers import (
-    AdditiveAttention,
-    AttentionGeneral,
-    AttentionParams,
-    AttentionSimple,
-    DotAttention,
-    make_attention,
-)
+from .scorers import AdditiveAttention, AttentionGeneral, AttentionParams, AttentionSimple, DotAttention
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
-from .seq2seq import Decoder, Encoder, Seq2Seq, Seq2SeqModel
+from .seq2seq import Decoder, Encoder, Seq2Seq
 from .tasks import date_datasets, digit_datasets
 from .tiled import online_softmax, tiled_attention
 from .torch_reference import to_torch_transformer
 from .trained import train_or_load
-from .training import train
+from .training import Seq2SeqModel, train
 from .transformer import Transformer
 from .vit import PatchEmbed, VisionTransformer, patchify
 from .vit_probes import attention_rollout, occlude

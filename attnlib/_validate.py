@@ -2,6 +2,9 @@
 
 Shapes: ``B`` batch, ``T`` tokens, ``D`` feature width, ``V`` vocabulary.
 
+Taught in no notebook on its own: its errors are what notebook 03 (masking) and the later ones
+show when an input does not fit.
+
 Each one raises before any matmul can fail obscurely, and names what was expected and what
 came, e.g. ``expected x of shape (B, T, D) with D=64, got (2, 6, 3)``. The ones that
 check a value return it, so a constructor can write
@@ -11,6 +14,17 @@ check a value return it, so a constructor can write
 from __future__ import annotations
 
 import torch
+
+__all__ = [
+    "require_divisible",
+    "require_features",
+    "require_length",
+    "require_positive_int",
+    "require_probability",
+    "require_rank",
+    "require_tensor",
+    "require_token_ids",
+]
 
 
 def require_tensor(name: str, x: object) -> torch.Tensor:

@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``Ts`` source length, ``T`` decoder steps run at once, ``H`` hidden size
 (also the embedding width ``E`` here), ``L`` LSTM layers, ``V`` target vocabulary.
 
+Taught in notebooks 08 (Bahdanau attention) and 09 (Luong attention).
+
 * :class:`DecoderWithAttention` (Bahdanau et al., 2015): the attention module (any of
   :mod:`attnlib.scorers`) weighs the encoder outputs using the previous state, and the
   resulting context is concatenated with the embedded input token before the LSTM.
@@ -22,6 +24,8 @@ from torch import nn
 from ._validate import require_positive_int
 from .scorers import require_inputs
 from .seq2seq import lstm_step
+
+__all__ = ["DecoderWithAttention", "LuongDecoder", "require_attention_size"]
 
 
 def require_attention_size(attention_module: nn.Module, hidden_size: int) -> None:

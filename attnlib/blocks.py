@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``T`` tokens (``Ts`` source, ``Tt`` target), ``D`` model width
 (``dim``), ``H`` heads, ``F`` feed-forward width (``hidden_dim``).
 
+Taught in notebook 10 (the Transformer's building blocks).
+
 Each block keeps a small, fixed signature and parameter order (``PositionalEncoding``,
 ``FeedForward``, ``LayerNorm``, ``EncoderLayer``, ``DecoderLayer``). Attention is attnlib's own
 :class:`~attnlib.multihead.MultiHeadAttention` (with biases, as in ``nn.MultiheadAttention``),
@@ -28,6 +30,16 @@ from ._validate import (
     require_rank,
 )
 from .multihead import MultiHeadAttention
+
+__all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "LayerNorm",
+    "PositionalEncoding",
+    "add_norm",
+    "sinusoidal_encoding",
+]
 
 
 def sinusoidal_encoding(max_len: int, dim: int) -> torch.Tensor:
@@ -145,6 +157,9 @@ def add_norm(
     Pre-LN: ``x + dropout(sublayer(norm(x)))``; the residual path stays un-normalised, which
     keeps gradients tame in deep stacks (the stack then needs a final norm).
 
+    Notebook 10 compares the two placements with it; the layers of attnlib write the same
+    residual lines out (``x = x + self.dropout(sublayer(norm(x)))``) rather than call it.
+
     Args:
         x: ``(B, T, D)``.
         sublayer: maps ``(B, T, D)`` to ``(B, T, D)`` (attention or feed-forward).
@@ -202,14 +217,12 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Args: x ``(B, Ts, D)``; mask bool, True = may attend, e.g. ``(B, 1, 1, Ts)``.
         Returns: ``(B, Ts, D)``."""
-        x = add_norm(
-            x,
-            lambda h: self.attention(h, mask=mask),
-            self.attention_norm,
-            self.dropout,
-            norm_first=self.norm_first,
-        )
-        return add_norm(x, self.feed_forward, self.ffn_norm, self.dropout, norm_first=self.norm_first)
+        if self.norm_first:  # pre-LN: x + sublayer(norm(x))
+            x = x + self.dropout(self.attention(self.attention_norm(x), mask=mask))
+            return x + self.dropout(self.feed_forward(self.ffn_norm(x)))
+        # post-LN: norm(x + sublayer(x))
+        x = self.attention_norm(x + self.dropout(self.attention(x, mask=mask)))
+        return self.ffn_norm(x + self.dropout(self.feed_forward(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -259,19 +272,11 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(B, Tt, D)``.
         """
-        pre = self.norm_first
-        x = add_norm(
-            x,
-            lambda h: self.self_attention(h, mask=tgt_mask),
-            self.self_attn_norm,
-            self.dropout,
-            norm_first=pre,
-        )
-        x = add_norm(
-            x,
-            lambda h: self.cross_attention(h, enc_output, src_mask),
-            self.cross_attn_norm,
-            self.dropout,
-            norm_first=pre,
-        )
-        return add_norm(x, self.feed_forward, self.ffn_norm, self.dropout, norm_first=pre)
+        if self.norm_first:  # pre-LN: x + sublayer(norm(x))
+            x = x + self.dropout(self.self_attention(self.self_attn_norm(x), mask=tgt_mask))
+            x = x + self.dropout(self.cross_attention(self.cross_attn_norm(x), enc_output, src_mask))
+            return x + self.dropout(self.feed_forward(self.ffn_norm(x)))
+        # post-LN: norm(x + sublayer(x))
+        x = self.self_attn_norm(x + self.dropout(self.self_attention(x, mask=tgt_mask)))
+        x = self.cross_attn_norm(x + self.dropout(self.cross_attention(x, enc_output, src_mask)))
+        return self.ffn_norm(x + self.dropout(self.feed_forward(x)))

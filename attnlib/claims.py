@@ -2,6 +2,9 @@
 
 Shapes: none; a claim is one number (or one truth value) and a bound.
 
+Used from notebook 07 (sequence to sequence without attention) on, wherever a trained model is
+described.
+
 A model trained on another CPU code path, another torch or with another seed ends up with
 other weights, so a notebook never prints the exact numbers a training run gives in a cell
 that ``make test`` checks. It prints a statement about them instead, and that statement must
@@ -31,6 +34,8 @@ import os
 from numbers import Real
 
 import torch
+
+__all__ = ["LOG_VARIABLE", "claim"]
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 LOG_VARIABLE = "ATTNLIB_CLAIMS_LOG"

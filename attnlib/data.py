@@ -4,6 +4,8 @@ Shapes: ``N`` examples, ``B`` batch, ``Ts`` source length, ``Tt`` target length 
 EOS). Every tensor is batch-first and padded with ``PAD_ID``. The tasks themselves (dates,
 digits, additions) are generated in :mod:`attnlib.tasks`.
 
+Taught in notebook 06 (sequence models).
+
 :class:`PairDataset` encodes string pairs into padded ``(N, Ts)`` / ``(N, Tt)`` id tensors and
 yields batches trimmed to their longest member. Every seq2seq model in attnlib takes a batch
 the same way: ``logits = model(src, tgt)`` predicts ``tgt[:, 1:]``.
@@ -15,31 +17,24 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
-from ._deprecated import moved_names
 from ._validate import require_positive_int
+
+__all__ = [
+    "EOS",
+    "EOS_ID",
+    "PAD",
+    "PAD_ID",
+    "SOS",
+    "SOS_ID",
+    "UNK",
+    "UNK_ID",
+    "PairDataset",
+    "Vocab",
+    "pad_sequences",
+]
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # SOS=1, EOS=2 in every vocabulary
-
-__getattr__ = moved_names(
-    __name__,
-    {
-        "MONTHS": "attnlib.tasks",
-        "WEEKDAYS": "attnlib.tasks",
-        "DATE_SOURCE_SYMBOLS": "attnlib.tasks",
-        "DATE_TARGET_SYMBOLS": "attnlib.tasks",
-        "FIRST_DATE": "attnlib.tasks",
-        "LAST_DATE": "attnlib.tasks",
-        "format_date": "attnlib.tasks",
-        "DATE_STYLES": "attnlib.tasks",
-        "date_pairs": "attnlib.tasks",
-        "date_vocabs": "attnlib.tasks",
-        "digit_pairs": "attnlib.tasks",
-        "digit_vocab": "attnlib.tasks",
-        "date_datasets": "attnlib.tasks",
-        "digit_datasets": "attnlib.tasks",
-    },
-)
 
 
 class Vocab:

@@ -2,8 +2,10 @@
 
 Shapes: ``N`` examples, ``B`` batch, ``Tt`` target length (SOS ... EOS), ``T`` generated length.
 
+Taught in notebook 07 (sequence to sequence without attention).
+
 The scores come from greedy decoding with the model's ``greedy_decode`` (the
-:class:`~attnlib.seq2seq.Seq2SeqModel` protocol), in eval mode, compared with the targets
+:class:`~attnlib.training.Seq2SeqModel` protocol), in eval mode, compared with the targets
 position by position; :func:`count_parameters` is the one function here that decodes nothing.
 :func:`predict_scores` decodes once; :func:`evaluate` and
 :func:`accuracy_by_length` summarise its result (pass ``scores=`` to reuse one decoding).
@@ -17,7 +19,8 @@ from torch import nn
 from ._validate import require_positive_int
 from .data import PairDataset
 from .modes import evaluating
-from .seq2seq import Seq2SeqModel
+
+__all__ = ["accuracy_by_length", "count_parameters", "evaluate", "predict_scores", "score_batch"]
 
 
 @torch.no_grad()
@@ -47,12 +50,12 @@ def score_batch(
 
 @torch.no_grad()
 def predict_scores(
-    model: Seq2SeqModel, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
+    model: nn.Module, data: PairDataset, *, batch_size: int = 250, max_len: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`score_batch` for every example of ``data`` (greedy decoding, eval mode).
 
     Args:
-        model: a seq2seq model (:class:`~attnlib.seq2seq.Seq2SeqModel`).
+        model: a seq2seq model (:class:`~attnlib.training.Seq2SeqModel`).
         data: the pairs to decode.
         batch_size: examples decoded at once.
         max_len: tokens to generate; defaults to the longest target (EOS included) + 5.
@@ -76,7 +79,7 @@ def predict_scores(
 
 
 def evaluate(
-    model: Seq2SeqModel,
+    model: nn.Module,
     data: PairDataset,
     *,
     batch_size: int = 250,
@@ -118,7 +121,7 @@ def _require_scores(
 
 
 def accuracy_by_length(
-    model: Seq2SeqModel,
+    model: nn.Module,
     data: PairDataset,
     *,
     bin_width: int = 5,

@@ -3,7 +3,17 @@
 Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length, ``Dk`` query/key width,
 ``Dv`` value width. Inputs are ``(Tq, Dk)``, ``(B, Tq, Dk)`` or ``(B, H, Tq, Dk)``.
 
+Taught in notebook 01 (dot-product attention); its fast path, :func:`fused_attention`, in notebook
+13 (attention made efficient).
+
 ``scores`` are before softmax, ``weights`` after, and the result is ``context``.
+
+Two public functions, both checking their inputs: :func:`scaled_dot_product_attention` (the
+explicit path, which returns the weights) and :func:`fused_attention` (the fast path,
+``F.scaled_dot_product_attention``, no weights). The attention modules
+(:mod:`attnlib.multihead`, :mod:`attnlib.fused_qkv`, :mod:`attnlib.gqa`) make one call,
+``_attend``, which picks the path by their ``need_weights`` switch
+(:class:`attnlib.fast_path.FastPathAttention`) and skips the checks their ``forward`` already ran.
 """
 
 from __future__ import annotations
@@ -15,6 +25,15 @@ import torch.nn.functional as F
 
 from ._validate import require_probability, require_rank
 from .masks import causal_mask, require_bool_mask
+
+__all__ = [
+    "attention_scores",
+    "fused_attention",
+    "masked_softmax",
+    "require_attention_inputs",
+    "require_mask_fits",
+    "scaled_dot_product_attention",
+]
 
 _LAYOUTS = {2: "(Tq, Dk)", 3: "(B, Tq, Dk)", 4: "(B, H, Tq, Dk)"}
 
@@ -176,10 +195,10 @@ def scaled_dot_product_attention(
         ``context`` of shape ``(..., Tq, Dv)`` and ``weights`` of shape ``(..., Tq, Tk)``.
     """
     dropout_p = require_attention_inputs(query, key, value, mask, dropout_p, is_causal=is_causal)
-    return explicit_attention_unchecked(query, key, value, mask, dropout_p, scale, is_causal=is_causal)
+    return _explicit_attention(query, key, value, mask, dropout_p, scale, is_causal=is_causal)
 
 
-def explicit_attention_unchecked(
+def _explicit_attention(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -189,12 +208,7 @@ def explicit_attention_unchecked(
     *,
     is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`scaled_dot_product_attention` without its input checks, for callers that ran them.
-
-    The attention modules check what a caller hands them once, in ``forward``, then call this
-    on the queries, keys and values of their own projections: the checks would otherwise run
-    again in every layer of every step, and teach nothing there.
-    """
+    """:func:`scaled_dot_product_attention` without its input checks (see :func:`_attend`)."""
     if is_causal:
         causal = causal_mask(query.shape[-2], device=query.device)
         mask = causal if mask is None else mask & causal
@@ -239,12 +253,12 @@ def fused_attention(
     dropout_p = require_attention_inputs(
         query, key, value, mask, dropout_p, is_causal=is_causal, enable_gqa=enable_gqa
     )
-    return fused_attention_unchecked(
+    return _fused_attention(
         query, key, value, mask, dropout_p, scale, is_causal=is_causal, enable_gqa=enable_gqa
     )
 
 
-def fused_attention_unchecked(
+def _fused_attention(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -255,10 +269,7 @@ def fused_attention_unchecked(
     is_causal: bool = False,
     enable_gqa: bool = False,
 ) -> torch.Tensor:
-    """:func:`fused_attention` without its input checks.
-
-    For the modules, which check what callers hand them once (see :func:`explicit_attention_unchecked`).
-    """
+    """:func:`fused_attention` without its input checks (see :func:`_attend`)."""
     if is_causal and mask is not None:  # torch takes one or the other
         mask = mask & causal_mask(query.shape[-2], device=query.device)
         is_causal = False
@@ -266,3 +277,46 @@ def fused_attention_unchecked(
         query, key, value, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
         enable_gqa=enable_gqa,
     )  # fmt: skip
+
+
+def _attend(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout_p: float,
+    scale: float | None = None,
+    *,
+    is_causal: bool = False,
+    enable_gqa: bool = False,
+    need_weights: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The one attention call of attnlib's attention modules: the explicit path or the fast one.
+
+    ``need_weights`` picks the path: True computes :func:`scaled_dot_product_attention`'s scores,
+    softmax and weights (to be kept and plotted); False is the fast path, :func:`fused_attention`,
+    the same function without the weights. Neither checks its inputs: a module checks what its
+    caller hands it (the mask) once, in ``forward``, and its own projections make the queries,
+    keys and values; the checks would otherwise run again in every layer of every step.
+
+    Args:
+        query: ``(B, H, Tq, Dk)``.
+        key, value: ``(B, G, Tk, Dk)``; ``G = H``, or a divisor of ``H`` with ``enable_gqa``.
+        mask, dropout_p, scale, is_causal: as in :func:`scaled_dot_product_attention`.
+        enable_gqa: query head ``h`` reads key/value head ``h // (H / G)``, as in
+            :func:`fused_attention` (the explicit path repeats the ``G`` heads to ``H``).
+        need_weights: the explicit path (True) or the fast path (False).
+
+    Returns:
+        ``context`` ``(B, H, Tq, Dk)`` and ``weights`` ``(B, H, Tq, Tk)``, or None on the fast path.
+    """
+    if not need_weights:
+        context = _fused_attention(
+            query, key, value, mask, dropout_p, scale, is_causal=is_causal, enable_gqa=enable_gqa
+        )  # (B, H, Tq, Dk)
+        return context, None
+    if enable_gqa:
+        group = query.shape[-3] // key.shape[-3]  # H / G query heads per key/value head
+        key = key.repeat_interleave(group, dim=-3)  # (B, G, Tk, Dk) -> (B, H, Tk, Dk): head h gets h // group
+        value = value.repeat_interleave(group, dim=-3)  # (B, H, Tk, Dk)
+    return _explicit_attention(query, key, value, mask, dropout_p, scale, is_causal=is_causal)

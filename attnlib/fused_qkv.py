@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``N`` tokens (patches and the class token in a ViT), ``D`` model width
 (``dim``), ``H`` heads, ``Dh = D / H`` head width.
 
+Taught in notebook 05 (multi-head attention).
+
 One ``Linear(D, 3D)`` makes the queries, keys and values of every head in a single matmul; it
 computes the function of :class:`attnlib.multihead.MultiHeadAttention` (``causal=False``) with
 the three projections stacked (notebook 05 copies weights across to show it).
@@ -14,10 +16,13 @@ import torch
 from torch import nn
 
 from ._validate import require_divisible, require_features, require_probability, require_rank
-from .functional import explicit_attention_unchecked, fused_attention_unchecked, require_mask_fits
+from .fast_path import FastPathAttention
+from .functional import _attend, require_mask_fits
+
+__all__ = ["Attention", "FusedQKVAttention"]
 
 
-class Attention(nn.Module):
+class Attention(nn.Module, FastPathAttention):
     """Vision-transformer style multi-head self-attention with one fused qkv projection.
 
     The signature of timm's vision-transformer ``Attention`` (Dosovitskiy et al., 2021).
@@ -67,12 +72,8 @@ class Attention(nn.Module):
         qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim)  # (B, N, 3D) -> (B, N, 3, H, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, N, Dh)
         dropout_p = self.attn_drop.p if self.training else 0.0
-        if self.need_weights:
-            context, weights = explicit_attention_unchecked(q, k, v, mask, dropout_p, self.scale)
-            self.last_attn_weights = weights.detach()
-        else:
-            context = fused_attention_unchecked(q, k, v, mask, dropout_p, self.scale)
-            self.last_attn_weights = None
+        context, weights = _attend(q, k, v, mask, dropout_p, self.scale, need_weights=self.need_weights)
+        self.last_attn_weights = None if weights is None else weights.detach()  # (B, H, N, N)
         x = context.transpose(1, 2).reshape(b, n, d)  # (B, H, N, Dh) -> (B, N, D)
         return self.proj_drop(self.proj(x))
 

@@ -3,16 +3,19 @@
 Shapes: ``B`` batch, ``T`` tokens (``Tq`` new queries, ``Tk`` cached + new keys), ``D`` model
 width, ``H`` heads, ``Dh = D / H`` head width, ``L`` layers, ``V`` vocabulary.
 
+Taught in notebook 12 (a GPT with a KV cache).
+
 Built from attnlib's own parts: each :class:`GPTBlock` is pre-LN (Xiong et al., 2020),
 ``x + attention(LayerNorm(x))`` with the causal :class:`~attnlib.multihead.MultiHeadAttention`
 of notebook 05, then ``x + FeedForward(LayerNorm(x))``; the stack ends in a LayerNorm and a
 linear head. Positions are **learned** embeddings, as in GPT (Radford et al., 2018), so the
 model reads at most ``context_length`` tokens.
 
-:meth:`GPT.generate` samples with :mod:`attnlib.sampling` and, by default, keeps every
-layer's keys and values in a :class:`~attnlib.kv_cache.KVCache`. :class:`NextTokenModel`
-gives a GPT the call of the seq2seq protocol, ``model(src, tgt)`` (the part that
-:func:`attnlib.training.train` needs), so ``train`` trains it.
+:meth:`GPT.generate` samples with :mod:`attnlib.sampling` and, by default, keeps every layer's
+keys and values in a :class:`~attnlib.kv_cache.KVCache`; :func:`complete` generates greedy
+completions cut at EOS, and :func:`encode_prompt` turns a typed prompt into ids.
+:class:`NextTokenModel` gives a GPT the call of the seq2seq protocol, ``model(src, tgt)`` (the
+part that :func:`attnlib.training.train` needs), so ``train`` trains it.
 
 ``n_heads`` here is what the rest of attnlib calls ``num_heads`` (the number of heads ``H``);
 the published signatures of :class:`GPT` and :class:`GPTBlock` keep the short name.
@@ -20,13 +23,10 @@ the published signatures of :class:`GPT` and :class:`GPTBlock` keep the short na
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import nn
 
 from . import kv_cache, sampling
-from ._deprecated import moved_names
 from ._validate import (
     require_divisible,
     require_length,
@@ -34,23 +34,12 @@ from ._validate import (
     require_probability,
     require_token_ids,
 )
-from .blocks import FeedForward, LayerNorm, add_norm
+from .blocks import FeedForward, LayerNorm
+from .data import Vocab
 from .modes import evaluating
 from .multihead import MultiHeadAttention
 
-__getattr__ = moved_names(
-    __name__,
-    {
-        "KVCache": "attnlib.kv_cache",
-        "cached_attention": "attnlib.kv_cache",
-        "check_sampling": "attnlib.sampling:require_sampling",
-        "top_k_logits": "attnlib.sampling",
-        "next_token_probs": "attnlib.sampling",
-        "sample_next": "attnlib.sampling",
-        "complete": "attnlib.sampling",
-        "addition_lines": "attnlib.tasks",
-    },
-)
+__all__ = ["GPT", "GPTBlock", "NextTokenModel", "complete", "encode_prompt"]
 
 
 class GPTBlock(nn.Module):
@@ -78,12 +67,13 @@ class GPTBlock(nn.Module):
     def forward(self, x: torch.Tensor, cache: kv_cache.KVCache | None = None, layer: int = 0) -> torch.Tensor:
         """Args: x ``(B, T, D)``; cache: if given, ``x`` holds the positions after the cached ones.
         Returns: ``(B, T, D)``."""
+        h = self.attention_norm(x)
         if cache is None:
-            attend = self.attention  # causal: the module applies its own mask
+            attended = self.attention(h)  # causal: the module applies its own mask
         else:
-            attend = lambda h: kv_cache.cached_attention(self.attention, h, cache, layer)  # noqa: E731
-        x = add_norm(x, attend, self.attention_norm, self.dropout, norm_first=True)
-        return add_norm(x, self.feed_forward, self.ffn_norm, self.dropout, norm_first=True)
+            attended = kv_cache.cached_attention(self.attention, h, cache, layer)
+        x = x + self.dropout(attended)
+        return x + self.dropout(self.feed_forward(self.ffn_norm(x)))
 
 
 class GPT(nn.Module):
@@ -145,11 +135,6 @@ class GPT(nn.Module):
         require_token_ids(name, idx, self.vocab_size)
         what = "context_length" if not past else f"context_length (with {past} cached)"
         require_length(name, past + idx.shape[1], self.context_length, what)
-
-    def check_ids(self, idx: torch.Tensor, name: str = "idx", past: int = 0) -> None:
-        """Deprecated name of :meth:`require_ids` (goes in attnlib 0.3.0)."""
-        warnings.warn("GPT.check_ids is now GPT.require_ids", DeprecationWarning, stacklevel=2)
-        self.require_ids(idx, name, past)
 
     def new_cache(self) -> kv_cache.KVCache:
         """An empty :class:`KVCache` with one entry per block."""
@@ -239,3 +224,30 @@ class NextTokenModel(nn.Module):
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Args: src ``(B, Ts)`` (unused); tgt ``(B, Tt)`` ``SOS line EOS``. Returns: ``(B, Tt - 1, V)``."""
         return self.gpt(tgt[:, :-1])
+
+
+def encode_prompt(vocab: Vocab, prompt: str) -> torch.Tensor:
+    """``SOS`` and the prompt's characters as a ``(1, T)`` batch (unknown characters become UNK)."""
+    ids = [vocab.sos_id] + (vocab.encode(prompt) if prompt else [])
+    return torch.tensor([ids])  # (1, T)
+
+
+@torch.no_grad()
+def complete(
+    model: GPT, prompts: torch.Tensor, max_new_tokens: int, eos_id: int, *, use_cache: bool = True
+) -> torch.Tensor:
+    """Greedy completions of a batch of equally long prompts, cut after the first EOS.
+
+    Args:
+        model: the GPT.
+        prompts: ``(B, T)`` ids (e.g. ``SOS`` then the prompt's characters).
+        max_new_tokens: most tokens to add.
+        eos_id: the id that ends a completion; everything after it becomes ``eos_id`` too.
+        use_cache: generate with the KV cache (see :meth:`GPT.generate`).
+
+    Returns:
+        ``(B, max_new_tokens)`` the new ids only.
+    """
+    new = model.generate(prompts, max_new_tokens, temperature=0.0, use_cache=use_cache)[:, prompts.shape[1] :]
+    ended = (new == eos_id).long().cummax(dim=1).values.bool()  # (B, N): at or after the first EOS
+    return new.masked_fill(ended, eos_id)

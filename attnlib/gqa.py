@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``D`` model width, ``H`` query heads,
 ``G`` key/value heads (groups), ``Dh = D / H`` head width.
 
+Taught in notebook 13 (attention made efficient).
+
 :class:`GroupedQueryAttention` with ``G = H`` equals :class:`attnlib.MultiHeadAttention` (same
 seed, same weights, same function; ``tests/test_efficient.py``), and it adds the two tricks of
 notebook 13: a causal sliding window (:func:`attnlib.masks.sliding_window_mask`) and rotary
@@ -22,13 +24,16 @@ from ._validate import (
     require_probability,
     require_rank,
 )
-from .functional import explicit_attention_unchecked, fused_attention_unchecked, require_mask_fits
+from .fast_path import FastPathAttention
+from .functional import _attend, require_mask_fits
 from .masks import combine_masks, sliding_window_mask
 from .multihead import merge_heads, split_heads
 from .rotary import apply_rotary
 
+__all__ = ["GroupedQueryAttention"]
 
-class GroupedQueryAttention(nn.Module):
+
+class GroupedQueryAttention(nn.Module, FastPathAttention):
     """Multi-head attention whose ``H`` query heads share ``G`` key/value heads, ``H / G`` each.
 
     ``G = H`` is multi-head attention, ``G = 1`` multi-query attention (Shazeer, 2019), and
@@ -105,17 +110,15 @@ class GroupedQueryAttention(nn.Module):
         if self.rotary:
             queries, keys = apply_rotary(queries), apply_rotary(keys)
         dropout_p = self.dropout.p if self.training else 0.0
-        if not self.need_weights:
-            self.last_attn_weights = None
-            context = fused_attention_unchecked(
-                queries, keys, values, mask, dropout_p, is_causal=is_causal, enable_gqa=True
-            )  # (B, H, T, Dh): query head h reads key/value head h // (H / G)
-            return self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)
-        group = self.num_heads // self.num_kv_heads
-        keys = keys.repeat_interleave(group, dim=1)  # (B, G, T, Dh) -> (B, H, T, Dh): head h gets h // group
-        values = values.repeat_interleave(group, dim=1)  # (B, H, T, Dh)
-        context, weights = explicit_attention_unchecked(
-            queries, keys, values, mask, dropout_p, is_causal=is_causal
-        )  # (B, H, T, Dh), (B, H, T, T)
-        self.last_attn_weights = weights.detach()
+        context, weights = _attend(
+            queries,
+            keys,
+            values,
+            mask,
+            dropout_p,
+            is_causal=is_causal,
+            enable_gqa=True,
+            need_weights=self.need_weights,
+        )  # (B, H, T, Dh): query head h reads key/value head h // (H / G); weights (B, H, T, T) or None
+        self.last_attn_weights = None if weights is None else weights.detach()
         return self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)

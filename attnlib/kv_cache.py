@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``L`` attention layers, ``H`` heads, ``T`` cached positions, ``Tq`` new
 positions, ``Tk = T + Tq`` keys after the step, ``D`` model width, ``Dh = D / H`` head width.
 
+Taught in notebook 12 (a GPT with a KV cache).
+
 During generation each attention layer keeps the keys and values of every position it has
 seen, so a new token costs one query against the cache instead of a forward pass over the
 whole prefix. :func:`cached_attention` is that step, run with the layer's own
@@ -18,6 +20,8 @@ import torch
 
 from ._validate import require_length, require_positive_int, require_rank
 from .multihead import MultiHeadAttention
+
+__all__ = ["KVCache", "cached_attention"]
 
 
 class KVCache:

@@ -5,6 +5,8 @@ scored at once), ``D`` the half window (``half_window``), the ``D`` of Luong et 
 As in the rest of the RNN family (seq2seq, attention_decoders, scorers), ``H`` is the hidden
 size: there are no attention heads here.
 
+Taught in notebook 09 (Luong attention).
+
 Both wrap a global scorer of :mod:`attnlib.scorers` and are called exactly like one,
 ``weights = attention(hidden, encoder_outputs, mask, step=t)``; only ``attend`` changes:
 
@@ -15,7 +17,9 @@ Both wrap a global scorer of :mod:`attnlib.scorers` and are called exactly like 
   al. (2015) sample the position instead and train with a REINFORCE-style estimator; the
   arg-max here reads a trained soft model the hard way.
 
-Each keeps ``last_attn_weights`` (detached) from its latest call.
+Each keeps ``last_attn_weights`` (detached) from its latest call. :func:`make_attention` builds
+any of the six scorers of :data:`SCORERS` by name: it is here, and not in :mod:`attnlib.scorers`,
+because this module sees the global scorers and the local ones.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from torch import nn
 
 from ._validate import require_positive_int
 from .functional import masked_softmax
-from .scorers import _Scorer, make_attention
+from .scorers import AttentionGeneral, AttentionParams, AttentionSimple, Scorer
+
+__all__ = ["SCORERS", "HardAttention", "LocalAttention", "make_attention"]
 
 
-class LocalAttention(_Scorer):
+class LocalAttention(Scorer):
     """Luong's local attention: a global scorer restricted to a window of ``2w+1`` positions.
 
     * ``mode="m"`` (local-m, monotonic): the window is centred on ``p_t = t``, the decoder step.
@@ -99,7 +105,7 @@ class LocalAttention(_Scorer):
         return weights
 
 
-class HardAttention(_Scorer):
+class HardAttention(Scorer):
     """Hard attention: all weight on the arg-max position of a soft scorer.
 
     The arg-max is piecewise constant, so no gradient reaches the scorer: training it needs
@@ -111,7 +117,7 @@ class HardAttention(_Scorer):
             not copied).
     """
 
-    def __init__(self, soft: _Scorer) -> None:
+    def __init__(self, soft: Scorer) -> None:
         super().__init__()
         self.soft = soft
         self.hidden_size = soft.hidden_size
@@ -127,3 +133,34 @@ class HardAttention(_Scorer):
         soft = self.soft.attend(query, keys, mask, step)  # (B, Tq, Ts)
         hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(dim=-1, keepdim=True), 1.0)
         return hard * (soft.sum(dim=-1, keepdim=True) > 0)  # a fully masked row stays zero
+
+
+SCORERS = ("dot", "scaled_dot", "general", "concat", "local-m", "local-p")
+
+
+def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> Scorer:
+    """Build an attention module by name: one of :data:`SCORERS` (``"additive"`` and
+    ``"bahdanau"`` are accepted for ``"concat"``).
+
+    It lives here, beside the local variants, because it builds the scorers of both modules
+    (and :class:`LocalAttention` builds its inner global scorer with it).
+
+    Args:
+        name: the score.
+        hidden_size: ``H``.
+        half_window: ``D`` of the local variants.
+
+    Returns:
+        a new scorer, called as ``attention(hidden, encoder_outputs, mask, step=t)``.
+    """
+    if name == "dot":
+        return AttentionSimple(hidden_size, scaled=False)
+    if name == "scaled_dot":
+        return AttentionSimple(hidden_size)
+    if name == "general":
+        return AttentionGeneral(hidden_size)
+    if name in ("concat", "additive", "bahdanau"):
+        return AttentionParams(hidden_size)
+    if name in ("local-m", "local-p"):
+        return LocalAttention(hidden_size, half_window, mode=name[-1])
+    raise ValueError(f"unknown attention {name!r}; expected one of {', '.join(SCORERS)}")

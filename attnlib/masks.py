@@ -2,6 +2,9 @@
 
 Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length, ``T`` both (self-attention).
 
+Taught in notebook 03 (masking); sliding windows and receptive fields in notebook 13 (attention
+made efficient).
+
 Every mask in attnlib means exactly what a boolean ``attn_mask`` means to
 ``torch.nn.functional.scaled_dot_product_attention``: **True marks a key the query may
 attend to**, and a mask only has to broadcast to the scores' shape ``(B, H, Tq, Tk)``
@@ -20,10 +23,19 @@ from __future__ import annotations
 
 import torch
 
-from ._deprecated import moved_names
 from ._validate import require_positive_int, require_rank, require_tensor
 
-__getattr__ = moved_names(__name__, {"check_bool_mask": "attnlib.masks:require_bool_mask"})
+__all__ = [
+    "causal_mask",
+    "combine_masks",
+    "from_masked_out",
+    "length_mask",
+    "padding_mask",
+    "receptive_field",
+    "require_bool_mask",
+    "sliding_window_mask",
+    "to_masked_out",
+]
 
 
 def causal_mask(size: int, *, device: torch.device | str | None = None) -> torch.Tensor:

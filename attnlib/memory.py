@@ -2,6 +2,9 @@
 
 Shapes: ``B`` batch, ``L`` layers, ``G`` key/value heads, ``T`` cached positions, ``Dh`` head width.
 
+Taught in notebook 13 (attention made efficient); notebook 12 (a GPT with a KV cache) counts its
+cache with :func:`kv_cache_bytes`.
+
 :func:`peak_memory` measures what a function allocates at its peak (notebook 13 compares
 attention's ``(Tq, Tk)`` score matrix with a tiled version that never builds it);
 :func:`kv_cache_bytes` is the formula for a decoder's key/value cache (notebook 12's
@@ -14,6 +17,8 @@ import os
 from collections.abc import Callable
 
 from ._validate import require_positive_int
+
+__all__ = ["kv_cache_bytes", "peak_memory"]
 
 
 def peak_memory(fn: Callable[[], object]) -> int:

@@ -1,6 +1,9 @@
 """Switch a module into eval mode for a while, and back: :func:`evaluating`.
 
 Shapes: none (modes, not tensors).
+
+Used from notebook 04 (dropout on attention weights) on, and by every decoding and generation
+loop of the library.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from torch import nn
+
+__all__ = ["evaluating"]
 
 
 @contextmanager

@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``Tq``/``Tk`` query/key length, ``Din`` input width, ``D`` model width
 (``d_out``/``dim``), ``H`` heads, ``Dh = D / H`` head width.
 
+Taught in notebook 05 (multi-head attention).
+
 Both compute the same function when given the same weights, and so does the third way, one
 fused qkv projection (:class:`attnlib.fused_qkv.Attention`; notebook 05 and the tests copy
 weights across to show it). Each keeps ``last_attn_weights`` ``(B, H, Tq, Tk)``.
@@ -21,13 +23,12 @@ from ._validate import (
     require_probability,
     require_rank,
 )
-from .functional import (
-    explicit_attention_unchecked,
-    fused_attention_unchecked,
-    require_mask_fits,
-)
+from .fast_path import FastPathAttention
+from .functional import _attend, require_mask_fits
 from .masks import causal_mask
 from .self_attention import CausalAttention
+
+__all__ = ["MultiHeadAttention", "MultiHeadAttentionWrapper", "merge_heads", "split_heads"]
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -83,7 +84,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         return context
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(nn.Module, FastPathAttention):
     """Multi-head attention with one projection per role, split into heads by view/transpose.
 
     The signature and parameter order of Raschka (2024, ch. 3) (``W_query``, ``W_key``, ``W_value``,
@@ -177,13 +178,10 @@ class MultiHeadAttention(nn.Module):
             ``context`` ``(B, H, Tq, Dh)``.
         """
         dropout_p = self.dropout.p if self.training else 0.0
-        if not self.need_weights:
-            self.last_attn_weights = None
-            return fused_attention_unchecked(queries, keys, values, mask, dropout_p, is_causal=is_causal)
-        context, weights = explicit_attention_unchecked(
-            queries, keys, values, mask, dropout_p, is_causal=is_causal
-        )  # (B, H, Tq, Dh), (B, H, Tq, Tk)
-        self.last_attn_weights = weights.detach()
+        context, weights = _attend(
+            queries, keys, values, mask, dropout_p, is_causal=is_causal, need_weights=self.need_weights
+        )  # (B, H, Tq, Dh), (B, H, Tq, Tk) or None
+        self.last_attn_weights = None if weights is None else weights.detach()
         return context
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
@@ -234,10 +232,3 @@ class MultiHeadAttention(nn.Module):
         keys, values = self.project_keys_values(memory)  # (B, H, Tk, Dh) each
         context = self.attend(queries, keys, values, mask, is_causal=self.causal)  # (B, H, Tq, Dh)
         return self.combine_heads(context)  # (B, Tq, D)
-
-
-from ._deprecated import moved_names  # noqa: E402
-
-__getattr__ = moved_names(
-    __name__, {"Attention": "attnlib.fused_qkv", "FusedQKVAttention": "attnlib.fused_qkv"}
-)

@@ -1,4 +1,7 @@
-"""One call that makes a notebook's printed numbers the same on every machine."""
+"""One call that makes a notebook's printed numbers the same on every machine.
+
+Called by the first code cell of every notebook, from 01 (dot-product attention) on.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import os
 import random
 
 import torch
+
+__all__ = ["reproducible"]
 
 
 def reproducible(seed: int = 123, *, threads: int = 1) -> None:

@@ -2,6 +2,8 @@
 
 Shapes: ``T`` positions, ``Dh`` head width (even), ``...`` any leading sizes (``B``, ``H``).
 
+Taught in notebook 13 (attention made efficient).
+
 Features ``2i`` and ``2i+1`` form pair ``i``, a point in a plane; at position ``m`` it is turned
 by the angle ``m * theta_i`` with ``theta_i = base^(-2i / Dh)`` (RoFormer §3.2). A rotation keeps
 lengths, and the score of a query at ``m`` with a key at ``n`` then depends on ``m - n`` only:
@@ -15,6 +17,8 @@ from __future__ import annotations
 import torch
 
 from ._validate import require_positive_int, require_tensor
+
+__all__ = ["apply_rotary", "rotary_angles"]
 
 
 def rotary_angles(

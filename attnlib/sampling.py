@@ -1,23 +1,21 @@
-"""From next-token logits to a token: temperature, top-k, top-p, greedy, and greedy completion.
+"""From next-token logits to a token: temperature, top-k, top-p and greedy.
 
 Shapes: ``B`` batch, ``T`` prompt tokens, ``N`` new tokens, ``V`` vocabulary.
 
+Taught in notebook 12 (a GPT with a KV cache).
+
 :meth:`attnlib.gpt.GPT.generate` draws every token with :func:`sample_next`, which samples
 from :func:`next_token_probs`: ``softmax(top_p(top_k(logits) / temperature))`` (temperature 0
-is greedy). :func:`complete` runs greedy generation on a batch of prompts and cuts each
-completion at its first EOS.
+is greedy). This module knows logits, not models.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import torch
 
 from ._validate import require_rank
 
-if TYPE_CHECKING:
-    from .gpt import GPT
+__all__ = ["next_token_probs", "require_sampling", "sample_next", "top_k_logits", "top_p_logits"]
 
 
 def require_sampling(temperature: float, top_k: int | None, top_p: float | None = None) -> None:
@@ -136,23 +134,3 @@ def sample_next(
         return logits.argmax(dim=-1)
     probs = next_token_probs(logits, temperature, top_k, top_p=top_p)  # (B, V)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
-
-
-@torch.no_grad()
-def complete(
-    model: GPT, prompts: torch.Tensor, max_new_tokens: int, eos_id: int, *, use_cache: bool = True
-) -> torch.Tensor:
-    """Greedy completions of a batch of equally long prompts, cut after the first EOS.
-
-    Args:
-        model: the GPT.
-        prompts: ``(B, T)`` ids (e.g. ``SOS`` then the prompt's characters).
-        max_new_tokens: most tokens to add.
-        eos_id: the id that ends a completion; everything after it becomes ``eos_id`` too.
-
-    Returns:
-        ``(B, max_new_tokens)`` the new ids only.
-    """
-    new = model.generate(prompts, max_new_tokens, temperature=0.0, use_cache=use_cache)[:, prompts.shape[1] :]
-    ended = (new == eos_id).long().cummax(dim=1).values.bool()  # (B, N): at or after the first EOS
-    return new.masked_fill(ended, eos_id)

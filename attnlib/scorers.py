@@ -6,6 +6,8 @@ Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source leng
 local_attention: no attention heads here), as in notebooks 06-09; ``D`` is local attention's half window
 (``half_window``), the ``D`` of Luong et al. (2015, §3.2).
 
+Taught in notebooks 08 (Bahdanau attention) and 09 (Luong attention).
+
 Every module here is called the way the seq2seq decoder calls it::
 
     weights = attention(hidden, encoder_outputs, mask, step=t)   # (L, B, H), (B, Ts, H) -> (B, Ts)
@@ -27,10 +29,12 @@ name            score(h_t, h_s)                         module
 ``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(H, D, mode="p")``
 ==============  ======================================  ===================================
 
-Each keeps ``last_attn_weights`` (detached) from its latest call. This module holds the global
-scorers, which score every source position, and :func:`make_attention`, which builds any of
-the six by name; the local ones and hard attention, which restrict where a scorer may look,
-are in :mod:`attnlib.local_attention`.
+Each keeps ``last_attn_weights`` (detached) from its latest call. This module holds
+:class:`Scorer`, the base every scorer derives from, and the global scorers, which score every
+source position; the local ones and hard attention, which restrict where a scorer may look, are
+in :mod:`attnlib.local_attention`, with :func:`~attnlib.local_attention.make_attention`, which
+builds any of the six by name. A new score is a :class:`Scorer` with ``score_projected`` (and
+``project_keys`` if part of it depends on the keys only), and a name in ``make_attention``.
 """
 
 from __future__ import annotations
@@ -38,23 +42,27 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._deprecated import moved_names
 from ._validate import require_positive_int, require_rank
 from .functional import attention_scores, masked_softmax
 
-__getattr__ = moved_names(
-    __name__,
-    {
-        "check_inputs": "attnlib.scorers:require_inputs",
-        "LocalAttention": "attnlib.local_attention",
-        "HardAttention": "attnlib.local_attention",
-    },
-)
+__all__ = [
+    "AdditiveAttention",
+    "AttentionGeneral",
+    "AttentionParams",
+    "AttentionSimple",
+    "DotAttention",
+    "Scorer",
+    "require_inputs",
+]
 
 
-class _Scorer(nn.Module):
-    """Shared ``forward``/``attend`` of the scorers; subclasses define ``project_keys`` and
-    ``score_projected``, and ``score`` is the two together."""
+class Scorer(nn.Module):
+    """The base of every scorer: the shared ``forward`` and ``attend``.
+
+    A scorer sets ``hidden_size`` and defines ``score_projected(query, projected)`` (and
+    ``project_keys(keys)`` when part of its score depends on the keys only, so that it is computed
+    once per batch); ``score`` is the two together.
+    """
 
     hidden_size: int
     _key_cache: tuple | None = None
@@ -161,7 +169,7 @@ def require_inputs(
         )
 
 
-class AttentionSimple(_Scorer):
+class AttentionSimple(Scorer):
     """Parameter-free dot-product attention (``scaled_dot``, or Luong's ``dot``).
 
     Args:
@@ -181,7 +189,7 @@ class AttentionSimple(_Scorer):
         return scores / self.scale_factor if self.scaled else scores
 
 
-class AttentionGeneral(_Scorer):
+class AttentionGeneral(Scorer):
     """Luong's *general* score ``h_tᵀ W_a h_s``: a learned bilinear form.
 
     Args:
@@ -201,7 +209,7 @@ class AttentionGeneral(_Scorer):
         return attention_scores(query, projected, scale=1.0)  # (B, Tq, H) @ (B, H, Ts) -> (B, Tq, Ts)
 
 
-class AttentionParams(_Scorer):
+class AttentionParams(Scorer):
     """Additive attention ``vᵀ tanh(W [h_t; h_s] + b)`` (Bahdanau et al., 2015).
 
     Bahdanau's score, which Luong calls *concat*. The paper writes it
@@ -240,32 +248,3 @@ class AttentionParams(_Scorer):
 # attnlib unchanged and a printed model reads as it does there; these aliases say what each scores.
 DotAttention = AttentionSimple  # Luong's "dot" (and "scaled_dot" with scaled=True)
 AdditiveAttention = AttentionParams  # Bahdanau's additive score, Luong's "concat"
-
-SCORERS = ("dot", "scaled_dot", "general", "concat", "local-m", "local-p")
-
-
-def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> _Scorer:
-    """Build an attention module by name: one of :data:`SCORERS` (``"additive"`` and
-    ``"bahdanau"`` are accepted for ``"concat"``).
-
-    Args:
-        name: the score.
-        hidden_size: ``H``.
-        half_window: ``D`` of the local variants.
-
-    Returns:
-        a new scorer, called as ``attention(hidden, encoder_outputs, mask, step=t)``.
-    """
-    if name == "dot":
-        return AttentionSimple(hidden_size, scaled=False)
-    if name == "scaled_dot":
-        return AttentionSimple(hidden_size)
-    if name == "general":
-        return AttentionGeneral(hidden_size)
-    if name in ("concat", "additive", "bahdanau"):
-        return AttentionParams(hidden_size)
-    if name in ("local-m", "local-p"):
-        from .local_attention import LocalAttention  # it builds its inner scorer with make_attention
-
-        return LocalAttention(hidden_size, half_window, mode=name[-1])
-    raise ValueError(f"unknown attention {name!r}; expected one of {', '.join(SCORERS)}")

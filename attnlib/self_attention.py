@@ -2,6 +2,8 @@
 
 Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``Dout`` output width.
 
+Taught in notebooks 02 (trainable weights) and 04 (dropout on attention weights).
+
 Parameters are created in the book's order (query, key, value), so that after the same
 ``torch.manual_seed`` these modules hold, and print, the book's very tensors.
 Each module keeps ``last_attn_weights`` (detached) from its latest forward pass.
@@ -21,6 +23,8 @@ from ._validate import (
 )
 from .functional import scaled_dot_product_attention
 from .masks import causal_mask, combine_masks
+
+__all__ = ["CausalAttention", "SelfAttention", "SelfAttentionV1"]
 
 
 class SelfAttentionV1(nn.Module):

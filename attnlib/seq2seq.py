@@ -1,8 +1,10 @@
-"""RNN encoder-decoder (seq2seq) and the protocol every seq2seq model in attnlib follows.
+"""RNN encoder-decoder (seq2seq): encoder, decoder without attention, the model, one translation.
 
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``T`` generated
 length, ``H`` hidden size (also the embedding width ``E`` here), ``L`` LSTM layers, ``V``
 target vocabulary.
+
+Taught in notebook 07 (sequence to sequence without attention); notebooks 08 and 09 build on it.
 
 * :class:`Encoder`: a bidirectional LSTM (Bahdanau et al. used gated recurrent units); its
   outputs are projected back to ``H`` (``fc`` + tanh; the paper keeps them ``2H`` wide) and serve
@@ -14,59 +16,30 @@ target vocabulary.
 * :class:`Decoder`: the baseline without attention; the encoder's final state is the one
   fixed-size vector that carries the whole source.
 * :class:`Seq2Seq`: teacher-forced training pass and batched greedy decoding.
+* :func:`translate`: greedy-decode one string with any seq2seq model, for reading and plotting.
 
 Every seq2seq model in attnlib (these and the Transformer) follows one protocol,
-:class:`Seq2SeqModel`: ``model(src, tgt)`` with ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)``
-returns logits ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``, and
-``model.greedy_decode(src, max_len)`` returns ``(tokens, weights)``. Parameters are created in a
-fixed order (embedding, LSTM, output layer), so the same seed gives the same tensors.
+:class:`~attnlib.training.Seq2SeqModel` (beside the loop that trains it): ``model(src, tgt)`` with
+``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` returns logits ``(B, Tt-1, V)`` predicting
+``tgt[:, 1:]``, and ``model.greedy_decode(src, max_len)`` returns ``(tokens, weights)``.
+Parameters are created in a fixed order (embedding, LSTM, output layer), so the same seed gives
+the same tensors.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._deprecated import moved_names
 from ._validate import require_positive_int, require_rank, require_token_ids
-from .data import EOS_ID, PAD_ID, SOS_ID
+from .data import EOS_ID, PAD_ID, SOS_ID, Vocab
 from .modes import evaluating
 
-__getattr__ = moved_names(
-    __name__,
-    {
-        "DecoderWithAttention": "attnlib.attention_decoders",
-        "LuongDecoder": "attnlib.attention_decoders",
-        "check_attention_size": "attnlib.attention_decoders:require_attention_size",
-        "check_token_ids": "attnlib._validate:require_token_ids",
-    },
-)
-
-
-@runtime_checkable
-class Seq2SeqModel(Protocol):
-    """What :mod:`attnlib.evaluation` needs of a model, and :mod:`attnlib.training` of one it validates.
-
-    :class:`Seq2Seq`, :class:`attnlib.transformer.Transformer` (and any ``nn.Module`` with these
-    two methods) qualify; ``isinstance(model, Seq2SeqModel)`` checks that both exist. Training
-    alone needs only the first, ``model(src, tgt)``: :class:`attnlib.gpt.NextTokenModel` has just
-    that, and ``train`` trains it (without a validation set, which would decode).
-    """
-
-    def __call__(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` (SOS ... EOS) give logits
-        ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``."""
-        ...
-
-    def greedy_decode(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(tokens, weights)``: ``tokens`` ``(B, T <= max_len)`` after SOS, each row ending at
-        EOS with PAD after it; ``weights`` the attention of each step, or None."""
-        ...
+__all__ = ["Decoder", "Encoder", "Seq2Seq", "lstm_step", "translate"]
 
 
 def lstm_step(
@@ -217,7 +190,8 @@ class Seq2Seq(nn.Module):
     Args:
         encoder: an :class:`Encoder`.
         decoder: a :class:`Decoder`, or a decoder with attention of :mod:`attnlib.attention_decoders`.
-        device: kept for the classic signature; new tensors are made on ``src``'s device.
+        device: optional and unused, kept for the classic signature
+            ``Seq2Seq(encoder, decoder, device)``; new tensors are made on ``src``'s device.
         teacher_forcing_ratio: chance that a training step feeds the true previous token
             rather than the model's own guess; used when ``forward`` gets no ratio.
         sos_id, eos_id, pad_id: special token ids of the target vocabulary.
@@ -227,7 +201,7 @@ class Seq2Seq(nn.Module):
         self,
         encoder: Encoder,
         decoder: nn.Module,
-        device: torch.device | str,
+        device: torch.device | str | None = None,
         *,
         teacher_forcing_ratio: float = 0.5,
         sos_id: int = SOS_ID,
@@ -338,3 +312,28 @@ class Seq2Seq(nn.Module):
                 if bool(done.all()):
                     break
         return torch.stack(tokens, dim=1), (torch.stack(weights, dim=1) if weights else None)
+
+
+@torch.no_grad()
+def translate(
+    model: nn.Module, text: str, src_vocab: Vocab, tgt_vocab: Vocab, max_len: int = 60
+) -> tuple[str, torch.Tensor | None, list[str], list[str]]:
+    """Greedy-decode one source string with any seq2seq model (:class:`Seq2Seq`, a Transformer).
+
+    Args:
+        model: a model with ``greedy_decode(src, max_len)`` (:class:`~attnlib.training.Seq2SeqModel`).
+        text: the source string.
+        src_vocab, tgt_vocab: the vocabularies of the source and the target.
+        max_len: most tokens to generate (EOS included).
+
+    Returns:
+        ``(output, weights, src_labels, out_labels)``: the output string, the ``(T, Ts)``
+        attention weights (None without attention), and token labels for plotting.
+    """
+    src = torch.tensor([src_vocab.encode(text)])  # (1, Ts)
+    tokens, weights = model.greedy_decode(src, max_len)
+    ids = tokens[0].tolist()
+    length = ids.index(tgt_vocab.eos_id) + 1 if tgt_vocab.eos_id in ids else len(ids)
+    out_labels = tgt_vocab.tokens(ids[:length])
+    weights = None if weights is None else weights[0, :length]  # (T, Ts)
+    return tgt_vocab.decode(ids), weights, src_vocab.tokens(src[0]), out_labels

@@ -3,6 +3,9 @@
 Shapes: ``N`` examples. Every task is generated from a seed, so every run sees the very same
 examples; :mod:`attnlib.data` turns the string pairs into padded id tensors.
 
+Taught in notebook 06 (sequence models); the dates in notebook 07 (sequence to sequence without
+attention), the additions in notebook 12 (a GPT with a KV cache).
+
 * **dates** (:func:`date_pairs`): a date written one of many human ways, e.g.
   ``"tuesday, 5 march 2024"``, ``"05/03/2024"`` (day first), ``"March 5th, 2024"``, to be
   normalised to ISO ``"2024-03-05"``.
@@ -20,6 +23,25 @@ import string
 
 from ._validate import require_positive_int
 from .data import PairDataset, Vocab
+
+__all__ = [
+    "DATE_SOURCE_SYMBOLS",
+    "DATE_STYLES",
+    "DATE_TARGET_SYMBOLS",
+    "FIRST_DATE",
+    "LAST_DATE",
+    "MONTHS",
+    "WEEKDAYS",
+    "addition_lines",
+    "addition_split",
+    "date_datasets",
+    "date_pairs",
+    "date_vocabs",
+    "digit_datasets",
+    "digit_pairs",
+    "digit_vocab",
+    "format_date",
+]
 
 # --- dates ------------------------------------------------------------------------------
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",

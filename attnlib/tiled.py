@@ -3,6 +3,8 @@
 Shapes: ``B`` batch, ``H`` heads, ``Tq``/``Tk`` query/key length, ``Dk``/``Dv`` query-key and
 value width, ``bq``/``bk`` the rows and columns of one tile.
 
+Taught in notebook 13 (attention made efficient).
+
 Each function computes exactly what attnlib's reference computes and is checked against it
 (``tests/test_efficient.py``): :func:`online_softmax` equals ``torch.softmax`` and
 :func:`tiled_attention` equals :func:`attnlib.functional.scaled_dot_product_attention` (masks
@@ -17,6 +19,8 @@ import torch
 
 from ._validate import require_positive_int, require_rank
 from .masks import combine_masks, require_bool_mask
+
+__all__ = ["online_softmax", "tiled_attention"]
 
 
 def online_softmax(scores: torch.Tensor, block_size: int) -> torch.Tensor:

@@ -3,6 +3,8 @@
 Shapes: ``D`` model width, ``H`` heads, ``L`` layers (each stack); inputs are batch first,
 ``(B, Ts, D)`` and ``(B, Tt, D)``, already embedded.
 
+Taught in notebooks 10 (the Transformer's building blocks) and 11 (the Transformer).
+
 :func:`to_torch_transformer` copies a :class:`~attnlib.transformer.Transformer`'s layers into
 ``torch.nn.Transformer``, so that the tests and notebook 11 can check that both compute the
 same function; :func:`copy_encoder_layer` and :func:`copy_decoder_layer` do it for one layer
@@ -17,6 +19,8 @@ import torch
 from torch import nn
 
 from .transformer import Transformer
+
+__all__ = ["copy_decoder_layer", "copy_encoder_layer", "to_torch_transformer"]
 
 
 def to_torch_transformer(model: Transformer) -> nn.Transformer:

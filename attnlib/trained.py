@@ -2,6 +2,9 @@
 
 Shapes: none; this module handles whole models, datasets and files.
 
+Used by notebooks 07 (sequence to sequence without attention), 08, 09 and 11, which train the
+same models.
+
 Several notebooks train the very same model: notebook 11's closing comparison re-trains the
 date models of notebooks 07, 08 and 09, and notebook 08 re-trains notebook 07's copy model. Each
 notebook must still run on its own, so each one calls :func:`train_or_load` with the same
@@ -40,8 +43,16 @@ from pathlib import Path
 import torch
 
 from .data import PairDataset
-from .seq2seq import Seq2SeqModel
-from .training import History, train
+from .training import History, Seq2SeqModel, train
+
+__all__ = [
+    "NOT_THE_COMPUTATION",
+    "PACKAGE",
+    "code_modules",
+    "defining_modules",
+    "fingerprint",
+    "train_or_load",
+]
 
 _ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 PACKAGE = Path(__file__).parent

@@ -3,8 +3,10 @@
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``T`` generated
 length, ``V`` target vocabulary.
 
+Taught in notebook 06 (sequence models); every later notebook that trains uses it.
+
 The loop only relies on the seq2seq protocol that the RNN models and the Transformer share,
-:class:`~attnlib.seq2seq.Seq2SeqModel`: ``model(src, tgt)`` returns logits ``(B, Tt-1, V)``
+:class:`Seq2SeqModel`: ``model(src, tgt)`` returns logits ``(B, Tt-1, V)``
 predicting ``tgt[:, 1:]`` (and, for validation, ``model.greedy_decode(src, max_len)``; the
 metrics are in :mod:`attnlib.evaluation`).
 
@@ -21,24 +23,39 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import evaluation
-from ._deprecated import moved_names
 from ._validate import require_positive_int
 from .data import PairDataset
-from .seq2seq import Seq2SeqModel
 
-__getattr__ = moved_names(
-    __name__,
-    {
-        name: "attnlib.evaluation"
-        for name in ("score_batch", "predict_scores", "evaluate", "accuracy_by_length", "count_parameters")
-    },
-)
+__all__ = ["History", "Seq2SeqModel", "progress_bar", "progress_kind", "sequence_loss", "train"]
+
+
+@runtime_checkable
+class Seq2SeqModel(Protocol):
+    """What :func:`train` needs of a model, and :mod:`attnlib.evaluation` of one it scores.
+
+    :class:`attnlib.seq2seq.Seq2Seq`, :class:`attnlib.transformer.Transformer` (and any
+    ``nn.Module`` with these two methods) qualify; ``isinstance(model, Seq2SeqModel)`` checks that
+    both exist. Training alone needs only the first, ``model(src, tgt)``:
+    :class:`attnlib.gpt.NextTokenModel` has just that, and ``train`` trains it (without a
+    validation set, which would decode).
+    """
+
+    def __call__(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: ``src`` ``(B, Ts)`` and ``tgt`` ``(B, Tt)`` (SOS ... EOS) give logits
+        ``(B, Tt-1, V)`` predicting ``tgt[:, 1:]``."""
+        ...
+
+    def greedy_decode(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(tokens, weights)``: ``tokens`` ``(B, T <= max_len)`` after SOS, each row ending at
+        EOS with PAD after it; ``weights`` the attention of each step, or None."""
+        ...
 
 
 @dataclass
@@ -127,7 +144,7 @@ def train(
     """Train ``model`` with Adam, gradient clipping and (by default) a cosine learning rate.
 
     Args:
-        model: a seq2seq model (:class:`~attnlib.seq2seq.Seq2SeqModel`; ``greedy_decode`` is
+        model: a seq2seq model (:class:`Seq2SeqModel`; ``greedy_decode`` is
             needed only with ``valid``). Left in eval mode when training ends.
         data: training pairs; batches group similar lengths and come in a seeded order.
         epochs: passes over ``data``.
@@ -144,7 +161,7 @@ def train(
         max_seconds: time budget; training stops after the step that exceeds it (the result
             then depends on the machine's speed: leave it None for reproducible runs).
         seed: seeds torch and Python's ``random`` (teacher forcing) before training.
-        progress: show a progress bar (see :func:`progress_bar`).
+        progress: show a progress bar (see :func:`progress_bar`); False imports no tqdm.
         log: print one line per epoch.
 
     Returns:
@@ -179,7 +196,14 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if cosine or warm else None
     history = History()
     start = time.perf_counter()
-    bar = progress_bar(total, disable=not progress)
+    bar = progress_bar(total) if progress else None  # no bar, no tqdm import
+
+    def say(line: str) -> None:  # above the bar, if there is one
+        if bar is None:
+            print(line)
+        else:
+            bar.write(line, file=sys.stdout)
+
     for epoch, stage in enumerate(stages):
         model.train()
         losses = []
@@ -195,7 +219,8 @@ def train(
                 scheduler.step()
             losses.append(loss.item())
             history.steps += 1
-            bar.update()
+            if bar is not None:
+                bar.update()
             if max_seconds is not None and time.perf_counter() - start > max_seconds:
                 history.stopped_early = True
                 break
@@ -205,12 +230,13 @@ def train(
             history.valid.append(evaluation.evaluate(model, valid))
             line += "  valid exact {exact_match:.4f}  token {token_accuracy:.4f}".format(**history.valid[-1])
         if log:
-            bar.write(line, file=sys.stdout)
+            say(line)
         if history.stopped_early:
             if log:
-                bar.write(f"time budget of {max_seconds} s used up: stopped early", file=sys.stdout)
+                say(f"time budget of {max_seconds} s used up: stopped early")
             break
-    bar.close()
+    if bar is not None:
+        bar.close()
     history.seconds = time.perf_counter() - start
     model.eval()
     return history

@@ -3,14 +3,17 @@
 Shapes: ``B`` batch, ``Ts``/``Tt`` source/target length, ``D`` model width, ``H`` heads,
 ``L`` layers, ``K`` beams, ``V`` target vocabulary.
 
+Taught in notebook 11 (the Transformer).
+
 It follows the seq2seq protocol every model in attnlib follows, so one training loop trains
 them all: ``model(src, tgt)`` teacher-forces ``tgt[:, :-1]`` and returns logits
 ``(B, Tt - 1, V)`` that predict ``tgt[:, 1:]``; ``model.greedy_decode(src, max_len)`` returns
 ``(tokens, weights)``. Masks are boolean, True = may attend, built with :mod:`attnlib.masks`.
 
-Two neighbours: :mod:`attnlib.decoding` holds the search strategies behind
-``model.greedy_decode`` and ``model.beam_search``, and :mod:`attnlib.torch_reference` copies a
-model into ``torch.nn.Transformer`` to check it against PyTorch's own.
+Two neighbours: :mod:`attnlib.decoding` holds the search strategies behind ``model.greedy_decode``
+and ``model.beam_search`` (the model checks the arguments, encodes the source and offers one step,
+:meth:`Transformer.next_log_probs`; a strategy only searches), and :mod:`attnlib.torch_reference`
+copies a model into ``torch.nn.Transformer`` to check it against PyTorch's own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import torch
 from torch import nn
 
 from . import decoding
-from ._deprecated import moved_names
 from ._validate import (
     require_divisible,
     require_length,
@@ -31,8 +33,9 @@ from ._validate import (
 )
 from .blocks import DecoderLayer, EncoderLayer, LayerNorm, PositionalEncoding
 from .masks import causal_mask, combine_masks, padding_mask, require_bool_mask
+from .modes import evaluating
 
-__getattr__ = moved_names(__name__, {"to_torch_transformer": "attnlib.torch_reference"})
+__all__ = ["Transformer"]
 
 
 class Transformer(nn.Module):
@@ -226,37 +229,73 @@ class Transformer(nn.Module):
             "cross": stack([layer.cross_attention for layer in self.decoder_layers]),
         }
 
-    # ----- decoding (the strategies live in attnlib.decoding) ------------------------------
-    def _next_log_probs(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        # Re-runs the decoder on the whole prefix (no cache): simple, and fine for short outputs.
+    # ----- decoding (the search strategies live in attnlib.decoding) -------------------------
+    def next_log_probs(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities of the token after each prefix: one step of a search.
+
+        Re-runs the decoder on the whole prefix (no cache): simple, and fine for short outputs.
+
+        Args:
+            ys: ``(B, T)`` prefixes, starting with SOS.
+            memory: ``(B, Ts, D)`` from :meth:`encode`.
+            src_mask: ``(B, 1, 1, Ts)``, True = may attend.
+
+        Returns:
+            ``(B, V)`` log-probabilities of the next token.
+        """
         states = self.decode(ys, memory, src_mask, self._tgt_mask(ys))  # (B, T, D)
         return torch.log_softmax(self.output(states[:, -1]), dim=-1)  # (B, V)
 
+    def _encode_for_search(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Check a search's arguments and encode the source once (call in eval mode, no grad)."""
+        require_positive_int("max_len", max_len)
+        require_length("max_len", max_len, self.max_seq_len, "max_seq_len")
+        self._require_tokens("src", src, self.src_vocab_size)
+        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, Ts)
+        return self.encode(src, src_mask), src_mask  # (B, Ts, D), (B, 1, 1, Ts)
+
+    @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Greedy search: :func:`attnlib.decoding.greedy_decode` on this model (eval mode, no grad).
+        """Greedy search (:func:`attnlib.decoding.greedy_search`), in eval mode, without gradients.
+
+        Runs in eval mode (no dropout) and restores the previous mode.
 
         Args:
             src: ``(B, Ts)`` source ids.
             max_len: most tokens to generate (EOS included); at most ``max_seq_len``.
 
         Returns:
-            ``tokens`` ``(B, T)`` (after SOS, EOS included, PAD after it) and the cross-attention
-            ``weights`` ``(B, L, H, T, Ts)`` that produced them.
+            ``tokens`` ``(B, T)`` with ``T <= max_len``: the generated ids after SOS, EOS
+            included, PAD after it; and the cross-attention ``weights`` ``(B, L, H, T, Ts)``
+            that produced them (row ``t`` is the step that chose ``tokens[:, t]``).
         """
-        return decoding.greedy_decode(self, src, max_len)
+        with evaluating(self):
+            memory, src_mask = self._encode_for_search(src, max_len)
+            tokens = decoding.greedy_search(self, memory, src_mask, max_len)  # (B, T)
+            return tokens, self.attention_weights()["cross"]  # the last step's: it saw every token
 
+    @torch.no_grad()
     def beam_search(
         self, src: torch.Tensor, max_len: int, beam_size: int = 4, length_penalty: float = 0.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Beam search: :func:`attnlib.decoding.beam_search` on this model (eval mode, no grad).
+        """Beam search (:func:`attnlib.decoding.beam_search`), in eval mode, without gradients.
+
+        Runs in eval mode (no dropout) and restores the previous mode.
 
         Args:
             src: ``(B, Ts)`` source ids.
             max_len: most tokens to generate (EOS included).
             beam_size: beams ``K`` per sequence (``1`` is exactly :meth:`greedy_decode`).
-            length_penalty: ``alpha``; the final choice ranks ``log p / length ** alpha``.
+            length_penalty: ``alpha``; the final choice ranks ``log p / length ** alpha``
+                (0 = plain log-probability).
 
         Returns:
-            the best ``tokens`` ``(B, T)`` per sequence, and their log-probabilities ``(B,)``.
+            the best ``tokens`` ``(B, T)`` per sequence, as in :meth:`greedy_decode`, and their
+            log-probabilities ``(B,)``.
         """
-        return decoding.beam_search(self, src, max_len, beam_size, length_penalty)
+        k = require_positive_int("beam_size", beam_size)
+        if k > self.tgt_vocab_size:
+            raise ValueError(f"expected beam_size <= tgt_vocab_size={self.tgt_vocab_size}, got {k}")
+        with evaluating(self):
+            memory, src_mask = self._encode_for_search(src, max_len)
+            return decoding.beam_search(self, memory, src_mask, max_len, k, length_penalty)

@@ -4,6 +4,8 @@ Shapes: ``B`` batch, ``C`` channels, ``Hi``/``Wi`` image height and width, ``P``
 ``Gw`` = ``Wi/P`` patches per grid row, ``N`` patches, ``T = N + 1`` tokens (the class token
 first), ``L`` layers, ``H`` heads.
 
+Taught in notebook 14 (attention in vision).
+
 Two ways to ask which patches a :class:`~attnlib.vit.VisionTransformer` relies on:
 
 * :func:`attention_rollout` (Abnar & Zuidema, 2020) reads the attention maps: it traces the
@@ -21,6 +23,8 @@ from __future__ import annotations
 import torch
 
 from ._validate import require_positive_int, require_rank
+
+__all__ = ["attention_rollout", "average_ranks", "bootstrap_interval", "occlude", "rank_correlation"]
 
 
 def attention_rollout(weights: torch.Tensor) -> torch.Tensor:

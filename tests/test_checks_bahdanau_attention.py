@@ -16,16 +16,6 @@ from tests.checks_shared import assert_hint
 # ----------------------------------------------------------------------------- right answers
 
 
-def right_additive(query, keys, weight, bias, v):
-    repeated = query[:, None, :].expand(-1, keys.shape[1], -1)  # (B, Ts, H)
-    return torch.tanh(torch.cat((repeated, keys), dim=2) @ weight.T + bias) @ v  # (B, Ts)
-
-
-def right_additive_linear(query, keys, weight, bias, v):
-    h = keys.shape[-1]
-    return torch.tanh(query[:, None, :] @ weight[:, :h].T + keys @ weight[:, h:].T + bias) @ v
-
-
 def right_all_steps(queries, keys, W_a, U_a, v_a):  # noqa: N803 (the paper's names)
     projected_keys = keys @ U_a.T  # (B, Ts, n'): once for every step
     projected_queries = queries @ W_a.T  # (B, Tq, n')
@@ -60,8 +50,6 @@ def buggy_step(decoder, x, hidden, cell, encoder_outputs, mask):
 @pytest.mark.parametrize(
     ("check_fn", "answer"),
     [
-        (check.additive_scores, right_additive),
-        (check.additive_scores, right_additive_linear),
         (check.precomputed_scores, right_all_steps),
         (check.precomputed_scores, right_all_steps_einsum),
         (check.decoder_step, right_step),
@@ -119,12 +107,6 @@ def test_module_reference_is_attnlibs_attention_and_context():
 # ----------------------------------------------------------------------------- typical mistakes
 
 
-def additive(query, keys, weight, bias, v, *, order="qk", tanh=torch.tanh, with_bias=True):
-    repeated = query[:, None, :].expand(-1, keys.shape[1], -1)
-    pair = (repeated, keys) if order == "qk" else (keys, repeated)
-    return tanh(torch.cat(pair, dim=2) @ weight.T + (bias if with_bias else 0)) @ v
-
-
 def all_steps(queries, keys, w_a, u_a, v_a, *, tanh=torch.tanh, w_t=True, u_t=True, pairs=False):
     q = queries @ (w_a.T if w_t else w_a)  # (B, Tq, n')
     k = keys @ (u_a.T if u_t else u_a)  # (B, Ts, n')
@@ -140,11 +122,6 @@ def step_context_first(decoder, x, hidden, cell, encoder_outputs, mask):
 
 
 WRONG = [
-    (check.additive_scores, lambda *a: additive(*a, order="kq"), "the concatenation order matters"),
-    (check.additive_scores, lambda *a: additive(*a, tanh=lambda t: t), "the tanh is missing"),
-    (check.additive_scores, lambda *a: additive(*a, with_bias=False), "add the bias b"),
-    (check.additive_scores, lambda *a: torch.tanh(additive(*a, tanh=lambda t: t)), "the tanh goes inside"),
-    (check.additive_scores, lambda *a: torch.softmax(additive(*a), dim=1), "before the softmax"),
     (check.precomputed_scores, lambda *a: all_steps(*a, tanh=lambda t: t), "the tanh is missing"),
     (
         check.precomputed_scores,
@@ -170,7 +147,7 @@ def test_typical_mistakes_get_their_hint(check_fn, wrong, hint):
 
 # ----------------------------------------------------------------------------- not yet / crashes
 
-FUNCTION_CHECKS = [check.additive_scores, check.precomputed_scores, check.decoder_step]
+FUNCTION_CHECKS = [check.precomputed_scores, check.decoder_step]
 
 
 @pytest.mark.parametrize("check_fn", FUNCTION_CHECKS)
@@ -184,7 +161,6 @@ def test_checks_leave_the_global_seed_alone():
     for check_fn in notebooks_07_and_08:
         check_fn(lambda *args: None)
     check.decoder_step(right_step)
-    check.additive_scores(right_additive)
     check.precomputed_scores(right_all_steps)
     check.additive_module(MyAdditiveAttention)
     check.context_size(192, 192)

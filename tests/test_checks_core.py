@@ -1,12 +1,15 @@
 """The machinery shared by every exercise check: one exception-to-verdict path, one dtype rule,
-one dropout probe, one framework for the "build an nn.Module" exercises, and the old paths."""
+one dropout probe, one engine for the "build an nn.Module" exercises, and the package's layout."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import json
 import re
 import subprocess
 import sys
-import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -159,89 +162,231 @@ def test_the_dropout_probe_says_no_when_the_module_crashes():
         _modules.outputs_differ(Crashes(), torch.ones(1), training=True)
 
 
-def test_class_problem_accepts_only_a_module_class():
-    kw = {"instance": "pass the class", "not_a_module": lambda obj: f"not a module: {obj!r}"}
-    assert _modules.class_problem("Ex", WithDropout, **kw) is None
-    assert "pass the class" in _modules.class_problem("Ex", WithDropout(), **kw).message
-    assert "not a module: 3" in _modules.class_problem("Ex", 3, **kw).message
-    assert "not a module: <class 'int'>" in _modules.class_problem("Ex", int, **kw).message
+def test_the_dropout_probe_takes_a_nan_in_the_same_place_for_no_difference():
+    class Nan(nn.Module):
+        def forward(self, x):
+            return x.masked_fill(x > 0, float("nan"))  # e.g. a query row with every key masked
+
+    assert not _modules.dropout_still_on(Nan(), torch.tensor([1.0, -1.0]))
 
 
-def test_build_is_seeded_and_turns_a_constructor_error_into_a_verdict():
-    a = _modules.build("Ex", nn.Linear, ": `Linear(3, 2)`", 3, 2, seed=5)
-    b = _modules.build("Ex", nn.Linear, ": `Linear(3, 2)`", 3, 2, seed=5)
-    assert torch.equal(a.weight, b.weight)
-    verdict = _modules.build("Ex", nn.Linear, ": `Linear(-1, 2)`", -1, 2, seed=5)
-    assert isinstance(verdict, check.Verdict) and verdict.status == "error"
-    assert verdict.message.startswith("Error: Ex: `Linear(-1, 2)` raised RuntimeError")
+class MyScale(nn.Module):
+    """The toy exercise of the engine's tests: ``weight * x``, one parameter of width ``dim``."""
+
+    def __init__(self, dim, p=0.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim))
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.dropout(self.weight * x)
 
 
-def test_both_module_exercises_run_on_the_framework():
-    assert check.multihead_module(attnlib.MultiHeadAttention)
-
-    class Instance(attnlib.EncoderLayer):
-        pass
-
-    verdict = check.encoder_layer(Instance(8, 2, 16, 0.1))
-    assert not verdict and "pass the class itself" in verdict.message
-
-
-# ----------------------------------------------------------------------------- old paths
-
-
-OLD_MODULES = {
-    "attention": ["softmax", "cross_attention", "TOKENS"],
-    "heads": ["multihead_module", "MHA_CONFIG"],
-    "sequences": ["gru_cell", "TwoSteps"],
-    "seq2seq": ["pad_batch", "additive_scores", "luong_step", "SCORER_HIDDEN"],
-    "efficient": ["longformer_mask"],
-    "vit": ["sincos_2d", "SHAPE_CONFIG"],
-}
-
-
-@pytest.mark.parametrize("old", sorted(OLD_MODULES))
-def test_an_old_topic_module_warns_and_finds_every_name(old):
-    sys.modules.pop(f"attnlib.check.{old}", None)
-    check.__dict__.pop(old, None)  # a submodule imported earlier is an attribute of the package
-    with pytest.warns(DeprecationWarning, match=f"attnlib.check.{old} moved to"):
-        module = getattr(check, old)
-    for name in OLD_MODULES[old]:
-        assert getattr(module, name) is not None
+def _toy_spec(**changes):
+    gen = torch.Generator().manual_seed(0)
+    weights = {"weight": torch.randn(3, generator=gen)}
+    fields = {
+        "title": "Ex",
+        "check": "toy",
+        "example": "MyScale",
+        "init": "(dim, p=0.0)",
+        "forward": "x",
+        "cases": [
+            _core.Case("dim=3", ((3,), torch.randn(2, 3, generator=gen))),
+            _core.Case("dropout in eval mode", ((3, 0.5), torch.randn(2, 3, generator=gen))),
+        ],
+        "reference": lambda config, x: weights["weight"] * x,
+        "unfit": lambda module, config: _modules.parameters_problem(
+            {"dim": config[0]},
+            module,
+            {"weight": (3,)},
+            "differ",
+            "one parameter, weight",
+        ),
+        "fit": lambda module, config, x: _modules.load_by_name(module, weights),
+        "mistakes": [_core.Mistake("the weight twice", lambda config, x: 2 * weights["weight"] * x)],
+        "eval_probe": 1,
+        "train_probe": _core.Case("p=0.5", ((3, 0.5), torch.ones(4, 3))),
+        "no_dropout": "drop",
+    }
+    return _modules.ModuleExercise(**{**fields, **changes})
 
 
-def test_notebook_10_names_still_resolve_from_check_transformer_with_a_warning():
-    from attnlib.check import transformer, transformer_blocks
+def test_the_engine_passes_a_right_module_and_probes_dropout_in_both_modes():
+    state = torch.random.get_rng_state()
+    verdict = _modules.check_module(_toy_spec(), MyScale)
+    assert verdict and verdict.message == "Passed: Ex: all 2 cases pass, and dropout acts in train mode."
+    assert torch.equal(state, torch.random.get_rng_state())  # built and called under seeds of its own
 
-    for name in ("halves_encoding", "encoder_layer", "LAYER_ARGS"):
-        with pytest.warns(DeprecationWarning, match="moved to attnlib.check.transformer_blocks"):
-            assert getattr(transformer, name) is getattr(transformer_blocks, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert transformer.beam_step is check.beam_step  # notebook 11's own names do not warn
+    class NoDropout(MyScale):
+        def forward(self, x):
+            return self.weight * x
+
+    verdict = _modules.check_module(_toy_spec(), NoDropout)
+    assert not verdict and "in train mode with p=0.5 two calls" in verdict.message
+    assert verdict.message.endswith("hint: drop")
+
+    class AlwaysDrops(MyScale):
+        def forward(self, x):
+            return nn.functional.dropout(self.weight * x, self.dropout.p)
+
+    verdict = _modules.check_module(_toy_spec(), AlwaysDrops)
+    assert not verdict and "dropout is still active" in verdict.message
 
 
-def test_every_check_name_works_and_importing_check_warns_nothing():
-    code = (
-        "import warnings; warnings.simplefilter('error')\n"
-        "from attnlib import check\n"
-        "assert all(callable(getattr(check, n)) for n in check.__all__)\n"
-        "check.sliding_window_mask\n"
+def test_the_engine_gives_a_slip_its_hint_and_names_unfit_parameters():
+    class Twice(MyScale):
+        def forward(self, x):
+            return 2 * self.weight * x
+
+    verdict = _modules.check_module(_toy_spec(), Twice)
+    assert (
+        not verdict and "case 1/2 (dim=3)" in verdict.message and "hint: the weight twice" in verdict.message
     )
+
+    class Renamed(nn.Module):
+        def __init__(self, dim, p=0.0):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return self.w * x
+
+    verdict = _modules.check_module(_toy_spec(), Renamed)
+    assert verdict.message == (
+        "Wrong: Ex: with (dim=3) your module's parameters differ.\n   expected: weight (3,)\n"
+        "   yours:    w (3,)\n   hint: one parameter, weight"
+    )
+
+
+def test_the_engine_explains_what_is_not_a_module_class_in_words():
+    class NotAModule:
+        def __init__(self, dim, p=0.0):
+            pass
+
+    class OtherArguments(MyScale):
+        def __init__(self, width, height):
+            super().__init__(width)
+
+    class NoSuper(MyScale):
+        def __init__(self, dim, p=0.0):
+            self.weight = nn.Parameter(torch.ones(dim))
+
+    class NoForward(nn.Module):
+        def __init__(self, dim, p=0.0):
+            super().__init__()
+
+    class ForwardTakesNothing(MyScale):
+        def forward(self):
+            return self.weight
+
+    for given, expected in [
+        (MyScale(3), "pass the class itself, not a module built from it: check.toy(MyScale), without"),
+        (42, "expected a class (class MyScale(nn.Module): ...), got int 42."),
+        (len, "expected a class (class MyScale(nn.Module): ...), got the builtin_function_or_method len."),
+        (NotAModule, "NotAModule is not an nn.Module: define it as class NotAModule(nn.Module): ..."),
+        (nn.Module, "Module needs its own __init__(dim, p=0.0)."),
+        (OtherArguments, "takes `(width, height)`; it must take `__init__(self, dim, p=0.0)`."),
+        (NoForward, "NoForward needs a forward(self, x) method."),
+        (ForwardTakesNothing, "the check calls module(x); your forward is forward(self)."),
+    ]:
+        verdict = _modules.check_module(_toy_spec(), given)
+        assert not verdict and verdict.status == "fail" and expected in verdict.message, verdict.message
+    verdict = _modules.check_module(_toy_spec(), NoSuper)
+    assert verdict.status == "error" and "`NoSuper(3)` raised AttributeError" in verdict.message
+    assert "hint: call `super().__init__()` first" in verdict.message
+
+
+def test_the_engine_adds_an_error_hint_and_passes_dict_configs_by_keyword():
+    class Crashes(MyScale):
+        def forward(self, x):
+            return self.weight @ x.T[:2]
+
+    verdict = _modules.check_module(_toy_spec(error_hints={"dim=3": "look at the shapes"}), Crashes)
+    assert verdict.status == "error" and verdict.message.endswith("\n   hint: look at the shapes")
+    keywords = [_core.Case("dim=3", ({"dim": 3}, torch.ones(1, 3)))]
+    spec = _toy_spec(cases=keywords, eval_probe=None, train_probe=None, unfit=lambda m, c: None)
+    assert _modules.check_module(spec, MyScale)
+
+    class Positional(MyScale):
+        def __init__(self, size, p=0.0):
+            super().__init__(size, p)
+
+    verdict = _modules.check_module(spec, Positional)
+    assert "the check builds Positional(dim, p=0.0), passing each argument by that name" in verdict.message
+
+
+def test_the_module_exercises_run_on_the_engine():
+    assert check.multihead_module(attnlib.MultiHeadAttention)
+    for exercise in ("additive_module", "encoder_layer", "decoder_layer", "multihead_module"):
+        verdict = getattr(check, exercise)(nn.Linear(2, 2))
+        assert not verdict and f"check.{exercise}(Linear), without parentheses" in verdict.message
+
+
+# ----------------------------------------------------------------------------- the package's layout
+
+FOLDER = Path(check.__file__).parent
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _called_checks(notebook: Path) -> set[str]:
+    """The names of ``check.<name>(...)`` in the notebook's code cells."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return set(re.findall(r"\bcheck\.(\w+)\(", code))
+
+
+def test_check_holds_one_module_per_notebook_and_the_shared_core():
+    assert [m.__name__.rsplit(".", 1)[1] for m in check._NOTEBOOKS] == [p.stem[3:] for p in NOTEBOOKS]
+    assert {p.stem for p in FOLDER.glob("*.py")} == {
+        "__init__",
+        "_core",
+        "_modules",
+        *(p.stem[3:] for p in NOTEBOOKS),
+    }
+    for old in ("attention", "heads", "sequences", "seq2seq", "efficient", "vit"):  # 0.1's topic modules
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"attnlib.check.{old}")
+
+
+def test_each_notebooks_checks_are_its_modules_all_and_the_package_exports_them():
+    """What a notebook calls is what its module exports, no more, no less: no count to keep up to date."""
+    exported = set()
+    for module, notebook in zip(check._NOTEBOOKS, NOTEBOOKS, strict=True):
+        assert set(module.__all__) == _called_checks(notebook), notebook.name
+        assert all(callable(getattr(module, name)) for name in module.__all__)
+        exported |= set(module.__all__)
+    core = {"Case", "Mistake", "Verdict", "check_answer", "run_check"}
+    assert len(check.__all__) == len(set(check.__all__)) and set(check.__all__) == exported | core
+    assert all(getattr(check, name) is getattr(_core, name) for name in core)
+
+
+def test_importing_check_warns_nothing():
+    code = "import warnings\nwarnings.simplefilter('error')\nfrom attnlib import check\ncheck.softmax\n"
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert len(check.__all__) == len(set(check.__all__)) == 61
 
 
-def test_no_check_module_imports_plotting_or_a_deprecated_core_path():
-    from pathlib import Path
-
-    folder = Path(check.__file__).parent
-    aliases = {"attention.py", "heads.py", "sequences.py", "seq2seq.py", "efficient.py", "vit.py"}
-    for path in folder.glob("*.py"):
-        text = path.read_text()
+def test_every_check_module_has_all_a_notebook_in_its_docstring_and_no_private_core_import():
+    for path in FOLDER.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            t.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if hasattr(t, "id")
+        }
+        assert "__all__" in names, path.name
+        docstring = ast.get_docstring(tree) or ""
+        assert re.search(r"notebooks? \d\d", docstring), path.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module in ("_core", "_modules"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, (path.name, private)
+        text = path.read_text(encoding="utf-8")
         assert "matplotlib" not in text and "ipywidgets" not in text, path
-        if path.name not in aliases:
-            for old in ("..efficient import", "..cache import", ".._checks import", "..gpt import"):
-                assert old not in text, (path, old)
+        for old in ("..efficient import", "..cache import", ".._checks import", "_deprecated"):
+            assert old not in text, (path, old)
 
 
 def test_a_tuple_of_tensors_is_explained_by_shapes_and_first_difference():

@@ -417,7 +417,7 @@ def test_multihead_module_explains_bad_input_in_words():
             "your constructor is RenamedArgument(d_in, d_out, context_length, dropout, n_heads",
         ),
         (NoForward, "needs a forward(self, x) method"),
-        (NoSuperInit, "call super().__init__() first"),
+        (NoSuperInit, "call `super().__init__()` first"),
     ]:
         verdict = check.multihead_module(given)
         assert not verdict and expected in verdict.message, verdict.message

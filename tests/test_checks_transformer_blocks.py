@@ -131,7 +131,7 @@ def test_rms_norm_reference_agrees_with_torch_and_the_formula():
 
 def test_encoder_layer_reference_is_pre_ln_with_distinct_norms():
     for args in (blocks_checks.LAYER_ARGS, (12, 3, 24, 0.2)):
-        layer = blocks_checks._reference_layer(*args)
+        layer = blocks_checks._reference(False, *args)
         assert not layer.training and layer.norm_first
         assert not torch.equal(layer.attention_norm.gamma, layer.ffn_norm.gamma)
         x = torch.randn(2, 5, args[0])
@@ -142,7 +142,7 @@ def test_encoder_layer_reference_is_pre_ln_with_distinct_norms():
 
 def test_pre_ln_encoder_layer_equals_torch():
     """The reference of 10.4 is PyTorch's pre-LN encoder layer, weight for weight."""
-    layer = blocks_checks._reference_layer(*blocks_checks.LAYER_ARGS)
+    layer = blocks_checks._reference(False, *blocks_checks.LAYER_ARGS)
     theirs = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True, norm_first=True, layer_norm_eps=1e-6)
     copy_encoder_layer(theirs, layer)
     x = torch.randn(2, 5, 8)
@@ -153,7 +153,7 @@ def test_pre_ln_encoder_layer_equals_torch():
 
 def test_decoder_layer_reference_is_post_ln_with_distinct_norms():
     for args in (blocks_checks.DECODER_ARGS, (12, 3, 24, 0.2)):
-        layer = blocks_checks._reference_decoder(*args)
+        layer = blocks_checks._reference(True, *args)
         assert not layer.training and not layer.norm_first
         gammas = [n.gamma for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
         assert not torch.equal(gammas[0], gammas[1]) and not torch.equal(gammas[1], gammas[2])
@@ -521,8 +521,8 @@ class NotAModule:
         (NoSuper, "call `super().__init__()` first"),
         (TwoArguments, "your constructor takes `(dim, n_heads)`"),
         (RightLayer(8, 2, 16), "pass the class itself"),
-        (NotAModule, "expected a class derived from nn.Module"),
-        (right_cross_mask, "expected a class derived from nn.Module"),
+        (NotAModule, "NotAModule is not an nn.Module: define it as class"),
+        (right_cross_mask, "expected a class (class MyEncoderLayer(nn.Module): ...)"),
     ],
 )
 def test_encoder_layer_bad_input_gets_a_clear_message(answer, expected):
@@ -809,7 +809,7 @@ class NoBiasCross(RightDecoder):
         (NoBiasCross, "qkv_bias=True"),
         (TwoArguments, "your constructor takes `(dim, n_heads)`"),
         (RightDecoder(8, 2, 16), "pass the class itself"),
-        (NotAModule, "expected a class derived from nn.Module"),
+        (NotAModule, "NotAModule is not an nn.Module: define it as class"),
     ],
 )
 def test_decoder_layer_bad_input_gets_a_clear_message(answer, expected):

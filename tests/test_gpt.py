@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 import attnlib
 from attnlib.data import PairDataset, Vocab
-from attnlib.gpt import GPT, NextTokenModel
+from attnlib.gpt import GPT, NextTokenModel, complete
 from attnlib.kv_cache import KVCache, cached_attention
 from attnlib.memory import kv_cache_bytes
-from attnlib.sampling import complete, next_token_probs, sample_next, top_k_logits, top_p_logits
+from attnlib.sampling import next_token_probs, sample_next, top_k_logits, top_p_logits
 from attnlib.tasks import addition_lines, addition_split
 from attnlib.training import sequence_loss
 

@@ -249,3 +249,22 @@ def test_make_links_with_no_address_leaves_every_file_as_it_was(tmp_path):
     said = links()
     assert "nothing written" in said
     assert _snapshot(copy) == before
+
+
+def test_a_readme_without_the_notebook_table_is_named_not_a_bare_substring_error():
+    with pytest.raises(ValueError, match='no section "## The notebooks"'):
+        with_readme_links("# Title\n\n## Notebooks\n\n| 01 | `01_a` | a |\n", REPO)
+
+
+def test_make_compat_installs_torch_s_cpu_build_from_the_index_as_make_venv_does():
+    """PyPI's Linux torch is the CUDA build (about 3 GB of NVIDIA packages); make compat takes
+    COMPAT_TORCH's CPU build from TORCH_INDEX, unless a wheel folder holds it (no 9.9.9 does)."""
+
+    def pip_line(*args: str) -> str:
+        dry = subprocess.run(["make", "-n", "compat", *args], cwd=ROOT, capture_output=True, text=True).stdout
+        return next(line for line in dry.splitlines() if "pip install" in line and "torch" in line)
+
+    line = pip_line("UNAME=Linux", "COMPAT_TORCH=9.9.9", "TORCH_INDEX=https://mirror.example/cpu")
+    assert line.endswith("--index-url https://mirror.example/cpu torch==9.9.9"), line
+    assert pip_line("UNAME=Darwin", "COMPAT_TORCH=9.9.9").endswith(" torch==9.9.9")
+    assert "--index-url" not in pip_line("UNAME=Darwin", "COMPAT_TORCH=9.9.9")

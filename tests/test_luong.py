@@ -9,7 +9,7 @@ import torch
 
 from attnlib.attention_decoders import LuongDecoder
 from attnlib.data import PAD_ID
-from attnlib.scorers import SCORERS, make_attention
+from attnlib.local_attention import SCORERS, make_attention
 from attnlib.seq2seq import Encoder, Seq2Seq
 from tests.decoding import decode_step_by_step
 

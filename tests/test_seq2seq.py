@@ -13,16 +13,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attnlib.attention_decoders import DecoderWithAttention
-from attnlib.data import EOS_ID, PAD_ID, SOS_ID
-from attnlib.local_attention import HardAttention, LocalAttention
-from attnlib.scorers import (
-    SCORERS,
-    AttentionGeneral,
-    AttentionParams,
-    AttentionSimple,
-    make_attention,
-)
-from attnlib.seq2seq import Decoder, Encoder, Seq2Seq, lstm_step
+from attnlib.data import EOS_ID, PAD_ID, SOS_ID, Vocab
+from attnlib.local_attention import SCORERS, HardAttention, LocalAttention, make_attention
+from attnlib.scorers import AttentionGeneral, AttentionParams, AttentionSimple
+from attnlib.seq2seq import Decoder, Encoder, Seq2Seq, lstm_step, translate
 from tests.decoding import decode_step_by_step
 
 H, V = 8, 13
@@ -279,6 +273,26 @@ def test_greedy_decoding_stops_at_eos():
     tokens, weights = model.greedy_decode(torch.tensor([[4, 5], [6, 7]]), max_len=10)
     assert weights is None
     assert tokens.tolist() == [[5, EOS_ID, PAD_ID, PAD_ID], [5, 6, 7, EOS_ID]]
+
+
+def test_the_device_argument_is_optional_and_changes_nothing():
+    torch.manual_seed(0)
+    with_device = Seq2Seq(Encoder(V, H, 1), Decoder(V, H, 1), "cpu")
+    torch.manual_seed(0)
+    without = Seq2Seq(Encoder(V, H, 1), Decoder(V, H, 1))
+    src, tgt = padded_batch()
+    torch.testing.assert_close(with_device.eval()(src, tgt), without.eval()(src, tgt), rtol=0, atol=0)
+    assert without.device is None
+
+
+def test_translate_reads_one_string_as_greedy_decode_writes_it():
+    vocab = Vocab("abcdefghij")
+    model = make_model()  # attention over a batch of one: weights (T, Ts)
+    output, weights, src_labels, out_labels = translate(model, "abc", vocab, vocab, max_len=6)
+    tokens, all_weights = model.greedy_decode(torch.tensor([vocab.encode("abc")]), 6)
+    assert output == vocab.decode(tokens[0].tolist()) and src_labels == vocab.tokens(vocab.encode("abc"))
+    assert len(out_labels) == weights.shape[0] <= 6 and weights.shape[1] == len(src_labels)
+    torch.testing.assert_close(weights, all_weights[0, : len(out_labels)])
 
 
 def test_greedy_weights_are_zero_after_eos_and_rows_sum_to_one_before():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import re
+from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tools.publish import (
@@ -15,7 +18,15 @@ from tools.publish import (
     tex_to_mathml,
     widget_still,
 )
-from tools.site import build_site, readme_sections, readme_summaries, site_notebook, summary_of
+from tools.site import (
+    SiteSourceError,
+    build_site,
+    readme_sections,
+    readme_summaries,
+    site_notebook,
+    site_sections,
+    summary_of,
+)
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -25,9 +36,12 @@ README = """# The series
 
 What it is, for whom.
 
+![A heatmap of the weights.](docs/images/figure.png)
+
 ## Two commands
 
-Run `make lab`.
+Run `make lab`; students start from the [student edition](#for-students), and
+[docs/teaching.md](docs/teaching.md) plans a term ([the book](https://example.org/book)).
 
 ## The notebooks
 
@@ -36,10 +50,22 @@ Run `make lab`.
 | 01 | `01_first` | the first thing |
 | 02 | `02_second` | the second thing, with `code` |
 
-## References
+## For students
+
+Not on the site.
+"""
+REFERENCES = """# References
 
 - A. Author (2020). A paper. arXiv:0000.00000
 """
+
+
+def write_sources(root, readme: str = README) -> None:
+    """What the site reads besides the notebooks: README.md, docs/references.md, README's figure."""
+    (root / "docs" / "images").mkdir(parents=True)
+    (root / "README.md").write_text(readme)
+    (root / "docs" / "references.md").write_text(REFERENCES)
+    (root / "docs" / "images" / "figure.png").write_bytes(base64.b64decode(PNG))
 
 
 def widget_state() -> dict:
@@ -118,10 +144,10 @@ def test_maths_becomes_mathml_and_aligned_becomes_a_table():
 
 
 def test_readme_gives_sections_and_one_line_per_chapter():
-    sections = readme_sections(README)
-    assert sections[""] == "What it is, for whom."
-    assert sections["Two commands"] == "Run `make lab`."
-    assert "arXiv:0000.00000" in sections["References"]
+    sections = site_sections(README)
+    assert sections[""].startswith("What it is, for whom.")
+    assert sections["Two commands"].startswith("Run `make lab`")
+    assert "For students" not in sections and "Not on the site." in readme_sections(README)["For students"]
     assert readme_summaries(sections["The notebooks"]) == {
         "01_first": "the first thing",
         "02_second": "the second thing, with `code`",
@@ -149,7 +175,7 @@ def test_the_site_picks_up_every_notebook_and_links_them(tmp_path):
         nb = explorer_notebook()
         nb.cells[0].source = f"# {stem}\n### about {stem}"
         nbformat.write(nb, src / f"{stem}.ipynb")
-    (tmp_path / "README.md").write_text(README)
+    write_sources(tmp_path)
     pages = build_site(src, tmp_path / "site", None, tmp_path / "README.md")
     assert [p.name for p in pages] == [
         "index.html",
@@ -177,7 +203,7 @@ def _one_chapter_site(tmp_path) -> str:
     src = tmp_path / "notebooks"
     src.mkdir()
     nbformat.write(explorer_notebook(), src / "01_first.ipynb")
-    (tmp_path / "README.md").write_text(README)
+    write_sources(tmp_path)
     build_site(src, tmp_path / "site", None, tmp_path / "README.md")
     return (tmp_path / "site" / "01_first.html").read_text()
 
@@ -193,7 +219,6 @@ def test_a_figure_s_caption_is_its_alt_text_and_a_still_says_it_is_one(tmp_path)
 def test_every_figure_and_explorer_in_the_notebooks_has_a_caption():
     """A caption (cell metadata "caption") says what the figure shows and what to see in it: the
     site and the decks use it as the image's alt text, for readers who cannot see the figure."""
-    from pathlib import Path
 
     missing = []
     for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
@@ -259,7 +284,7 @@ def test_with_the_repository_address_every_chapter_links_to_colab_and_binder(tmp
         nb = explorer_notebook()
         nb.cells[0].source = f"# {stem}\n### about {stem}\n\n{repo.links(f'notebooks/{stem}.ipynb')}"
         nbformat.write(nb, src / f"{stem}.ipynb")
-    (tmp_path / "README.md").write_text(README)
+    write_sources(tmp_path)
     build_site(src, tmp_path / "site", None, tmp_path / "README.md", repo)
     home = (tmp_path / "site" / "index.html").read_text()
     for stem in ("01_first", "02_second"):
@@ -333,9 +358,6 @@ def test_the_site_takes_the_repository_address_as_make_links_does(tmp_path, monk
     """`make site REPO=OWNER/NAME` passes --repo to tools.site, which wins over GITHUB_REPOSITORY
     (and git's remote), as in `make links`; a mistyped address stops the build."""
     import subprocess
-    from pathlib import Path
-
-    import pytest
 
     from tools.site import main
 
@@ -349,7 +371,7 @@ def test_the_site_takes_the_repository_address_as_make_links_does(tmp_path, monk
     src = tmp_path / "notebooks"
     src.mkdir()
     nbformat.write(explorer_notebook(), src / "01_first.ipynb")
-    (tmp_path / "README.md").write_text(README)
+    write_sources(tmp_path)
     monkeypatch.setenv("GITHUB_REPOSITORY", "other/fork")
     argv = [str(src), str(tmp_path / "site"), str(tmp_path / "none")]
     assert main([*argv, "--repo", "someone/attention-series"]) == 0
@@ -359,3 +381,82 @@ def test_the_site_takes_the_repository_address_as_make_links_does(tmp_path, monk
     assert "github/other/fork/blob/" in (tmp_path / "site" / "01_first.html").read_text()
     with pytest.raises(SystemExit):
         main([*argv, "--repo", "not an address"])
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_real_readme_and_references_hold_what_the_site_shows():
+    from tools.site import references_markdown
+
+    sections = site_sections((ROOT / "README.md").read_text(encoding="utf-8"))
+    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert set(readme_summaries(sections["The notebooks"])) == stems, "one table row per notebook"
+    references = references_markdown(ROOT)
+    assert "Attention Is All You Need" in references and not references.startswith("# ")
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda t: t.replace("\n## Two commands\n", "\n## Getting started\n"), '"## Two commands"'),
+        (lambda t: re.sub(r"\n## The notebooks\n.*?(?=\n## )", "\n", t, flags=re.S), '"## The notebooks"'),
+        (lambda t: re.sub(r"^\| (\d+) \| `", r"| \1 | ", t, flags=re.M), "no table row of the form"),
+        (lambda t: re.sub(r"\A(# [^\n]*\n).*?(?=\n## )", r"\1", t, flags=re.S), "between its title"),
+    ],
+    ids=["renamed", "removed", "row format", "no opening"],
+)
+def test_a_renamed_or_missing_readme_section_stops_the_build_naming_it(tmp_path, capsys, edit, expected):
+    """A copy of the real README with one section the site needs renamed or removed: the build
+    stops before writing anything, and the error names the heading it looked for."""
+    from tools.site import main
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    write_sources(tmp_path, edit((ROOT / "README.md").read_text(encoding="utf-8")))
+    with pytest.raises(SiteSourceError, match=re.escape(expected)):
+        build_site(src, tmp_path / "site", None, tmp_path / "README.md")
+    assert not (tmp_path / "site").exists()
+    assert main([str(src), str(tmp_path / "site"), str(tmp_path / "none")]) == 1
+    assert expected in capsys.readouterr().err
+
+
+def test_references_come_from_docs_references_md_and_a_missing_file_stops_the_build(tmp_path):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    write_sources(tmp_path)
+    build_site(src, tmp_path / "site", None, tmp_path / "README.md")
+    page = (tmp_path / "site" / "references.html").read_text()
+    assert "arXiv:0000.00000" in page and page.count("<h1>") == 1
+    (tmp_path / "docs" / "references.md").unlink()
+    with pytest.raises(SiteSourceError, match=re.escape("docs/references.md")):
+        build_site(src, tmp_path / "site2", None, tmp_path / "README.md")
+
+
+@pytest.mark.parametrize("with_address", [False, True])
+def test_readme_s_figure_is_copied_and_its_links_into_the_repository_leave_the_site(tmp_path, with_address):
+    """README's figure reaches the home page as a file of the site; its links to a section of
+    README or to docs/ lead to GitHub where the address is known, else become plain text: the
+    site has no such pages, and a relative link would be broken there."""
+    from tools.links import Repo
+
+    repo = Repo("someone", "attention-series") if with_address else None
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    write_sources(tmp_path)
+    build_site(src, tmp_path / "site", None, tmp_path / "README.md", repo)
+    home = (tmp_path / "site" / "index.html").read_text()
+    assert 'src="images/figure.png" alt="A heatmap of the weights."' in home
+    assert (tmp_path / "site" / "images" / "figure.png").read_bytes() == base64.b64decode(PNG)
+    assert 'href="https://example.org/book"' in home and "Not on the site." not in home
+    blob = "https://github.com/someone/attention-series/blob/main/"
+    if with_address:
+        assert f'href="{blob}README.md#for-students">student edition</a>' in home
+        assert f'href="{blob}docs/teaching.md">docs/teaching.md</a>' in home
+    else:
+        assert "from the student edition, and\ndocs/teaching.md plans" in home
+    hrefs = re.findall(r'href="([^"]+)"', home)
+    assert not [h for h in hrefs if not re.match(r"https?:|#|[\w.-]+\.html|slides/|notebooks/|data:", h)]

@@ -13,7 +13,7 @@ import attnlib
 from attnlib import seq2seq
 from attnlib.attention_decoders import DecoderWithAttention
 from attnlib.gpt import GPT, NextTokenModel
-from attnlib.scorers import make_attention
+from attnlib.local_attention import make_attention
 from attnlib.tasks import digit_datasets, digit_vocab
 from attnlib.trained import code_modules, defining_modules, fingerprint, train_or_load
 

@@ -15,7 +15,7 @@ from attnlib import training
 from attnlib.attention_decoders import DecoderWithAttention
 from attnlib.data import EOS_ID, PAD_ID, SOS_ID, PairDataset
 from attnlib.evaluation import accuracy_by_length, count_parameters, evaluate, predict_scores, score_batch
-from attnlib.scorers import make_attention
+from attnlib.local_attention import make_attention
 from attnlib.seq2seq import Encoder, Seq2Seq
 from attnlib.tasks import digit_datasets, digit_vocab
 from attnlib.training import sequence_loss, train
@@ -108,6 +108,17 @@ def test_overfits_32_examples():
     assert history.steps == 100 and not history.stopped_early
     assert history.loss[-1] < history.loss[0] / 10
     assert evaluate(model, data)["exact_match"] >= 0.9
+
+
+def test_training_without_a_progress_bar_imports_no_tqdm(monkeypatch, capsys):
+    for name in ("tqdm", "tqdm.std", "tqdm.notebook"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it now raises ImportError
+    train_data, _ = digit_datasets(32, 1, seed=0, min_len=3, max_len=6)
+    history = train(small_model(len(train_data.src_vocab), hidden=16), train_data, epochs=2, progress=False)
+    assert history.steps == 2
+    assert capsys.readouterr().out.splitlines() == [
+        f"epoch  {e}/2  loss {history.loss[e - 1]:.4f}" for e in (1, 2)
+    ]
 
 
 def test_training_is_deterministic_for_a_seed():

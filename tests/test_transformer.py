@@ -20,7 +20,7 @@ from attnlib.blocks import (
     add_norm,
     sinusoidal_encoding,
 )
-from attnlib.masks import causal_mask, to_masked_out
+from attnlib.masks import causal_mask, padding_mask, to_masked_out
 from attnlib.torch_reference import to_torch_transformer
 from attnlib.transformer import Transformer
 
@@ -236,12 +236,31 @@ def test_the_decoding_methods_are_the_strategies_of_attnlib_decoding() -> None:
     model = small(dropout=0.5).train()
     src, _ = batch(seed=8, b=5)
     tokens, weights = model.greedy_decode(src, max_len=10)
-    same_tokens, same_weights = decoding.greedy_decode(model, src, 10)
-    assert torch.equal(tokens, same_tokens) and torch.equal(weights, same_weights)
-    tokens, scores = model.beam_search(src, max_len=10, beam_size=3, length_penalty=0.6)
-    same_tokens, same_scores = decoding.beam_search(model, src, 10, beam_size=3, length_penalty=0.6)
-    assert torch.equal(tokens, same_tokens) and torch.equal(scores, same_scores)
+    tokens_again, scores = model.beam_search(src, max_len=10, beam_size=3, length_penalty=0.6)
     assert model.training and not scores.requires_grad  # mode restored, no graph kept
+    model.eval()
+    with torch.no_grad():
+        src_mask = padding_mask(src, PAD)
+        memory = model.encode(src, src_mask)
+        assert torch.equal(decoding.greedy_search(model, memory, src_mask, 10), tokens)
+        assert torch.equal(model.attention_weights()["cross"], weights)
+        same_tokens, same_scores = decoding.beam_search(model, memory, src_mask, 10, 3, 0.6)
+    assert torch.equal(tokens_again, same_tokens) and torch.equal(scores, same_scores)
+
+
+def test_a_search_reaches_the_model_only_through_next_log_probs() -> None:
+    class Table:  # a Searchable that is no Transformer: the next token is always the last + 1
+        sos_id, eos_id, pad_id, tgt_vocab_size = 1, 4, 0, 6
+
+        def next_log_probs(self, ys, memory, src_mask):
+            return torch.log_softmax(
+                10.0 * torch.nn.functional.one_hot((ys[:, -1] + 1) % 6, 6).float(), dim=-1
+            )
+
+    memory, src_mask = torch.zeros(2, 3, 8), torch.ones(2, 1, 1, 3, dtype=torch.bool)
+    assert decoding.greedy_search(Table(), memory, src_mask, 5).tolist() == [[2, 3, 4]] * 2
+    tokens, _ = decoding.beam_search(Table(), memory, src_mask, 5, beam_size=2)
+    assert tokens.tolist() == [[2, 3, 4, 0, 0]] * 2  # PAD after EOS while the other beam ran on
 
 
 def test_overfits_a_small_batch() -> None:

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnlib import GPT, Vocab
-from attnlib.viz import encode_prompt, explorers, gpt_diagram, sampling_explorer
+from attnlib.gpt import encode_prompt
+from attnlib.viz import explorers, gpt_diagram, sampling_explorer
 
 
 def test_sampling_explorer_redraws_and_changes_with_every_control(monkeypatch):

@@ -11,8 +11,9 @@ import pytest
 import torch
 from torch import nn
 
+from attnlib.sequences import TRACE_NAMES, lstm_trace
 from attnlib.tasks import digit_vocab
-from attnlib.viz import TRACE_NAMES, explorers, gate_explorer, lstm_trace
+from attnlib.viz import explorers, gate_explorer
 
 
 class TinyLM(nn.Module):

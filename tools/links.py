@@ -44,6 +44,8 @@ _BOOTSTRAP_FIRST = "# Where attnlib is not installed"  # how the set-up lines be
 # the branch EDITION_BRANCH: main's files plus the folder EDITION_FOLDER, so that Binder can build
 # the environment from that branch and Colab can open a notebook from it.
 EDITION_BRANCH, EDITION_FOLDER = "student-edition", "student"
+# README.md's section that holds the notebook table (`## The notebooks`); tools.site reads it too.
+NOTEBOOK_TABLE = "The notebooks"
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,9 @@ def with_links(markdown: str, repo: Repo | None, path: str) -> str:
 
 def with_readme_links(readme: str, repo: Repo, folder: str = "notebooks") -> str:
     """README with a last column of links in the table of section "The notebooks"."""
-    start = readme.index("\n## The notebooks")
+    start = readme.find(f"\n## {NOTEBOOK_TABLE}\n")
+    if start < 0:
+        raise ValueError(f'README.md has no section "## {NOTEBOOK_TABLE}", whose table gets the links')
     end = readme.find("\n## ", start + 1)
     end = len(readme) if end < 0 else end
     head = "| # | notebook | what you learn |"
@@ -242,10 +246,11 @@ def main(argv: list[str]) -> int:
             " 'origin'): nothing written, every file left as it was. Run  make links REPO=OWNER/NAME"
         )
         return 0
-    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if update_notebook(p, repo)]
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
-    if (new := with_readme_links(text, repo)) != text:
+    new = with_readme_links(text, repo)  # before any notebook changes: README may lack the table
+    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if update_notebook(p, repo)]
+    if new != text:
         readme.write_text(new, encoding="utf-8")
         changed.append("README.md")
     print(f"links to {repo.slug}@{repo.branch}")

@@ -5,7 +5,9 @@ Usage: ``python -m tools.site [NOTEBOOK_DIR] [OUT_DIR] [SLIDES_DIR] [--repo OWNE
 and passes ``REPO=OWNER/NAME`` as ``--repo``).
 
 - ``index.html``: what the series is and for whom, the chapter list, how to run it locally
-  (all from README.md); ``references.html``: README's bibliography.
+  (all from README.md, the sections named in :data:`README_SECTIONS`); ``references.html``:
+  ``docs/references.md``. A section or file missing stops the build with
+  :class:`SiteSourceError`, naming what it expected.
 - one page per notebook, ``NN_name.html``: prose, MathML maths, code, outputs and figures, with
   the exercises as in the student edition (``tools.student``) and without speaker notes; an
   explorer shows as the still of its default view with a line saying it is interactive in
@@ -31,11 +33,28 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from . import search
-from .links import Repo, find_repo, repo_argument, with_links
+from .links import NOTEBOOK_TABLE, Repo, find_repo, repo_argument, with_links
 from .publish import TEMPLATES, exporter, markdown_to_html, slide_type, static_outputs, title_of
 from .student import student_notebook, student_text
 
 SERIES = "Attention, from one dot product to a trained Transformer"
+
+# What the site takes from README.md, by the level-2 heading it sits under ("" is the text
+# between the title and the first heading), and where it shows it. Renaming one of these
+# headings in README.md means renaming it here too: the build stops until both agree.
+README_SECTIONS = {
+    "": "the opening of index.html",
+    "Two commands": '"Run it on your machine" on index.html',
+    NOTEBOOK_TABLE: "each chapter's one line, from the rows | 03 | `03_masking` | what you learn |",
+}
+REFERENCES = "docs/references.md"  # references.html, relative to README.md's folder
+# A row of README's notebook table: | 03 | `03_masking` | what you learn | (a last column of
+# links, which tools.links writes, is not part of the line).
+_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|\s*`([^`]+)`\s*\|\s*([^|]+?)\s*\|(?:[^|]*\|)?\s*$", re.M)
+
+
+class SiteSourceError(ValueError):
+    """README.md or docs/references.md lacks something the site is built from."""
 
 
 @dataclass(frozen=True)
@@ -67,11 +86,73 @@ def readme_sections(text: str) -> dict[str, str]:
 
 def readme_summaries(notebooks_section: str) -> dict[str, str]:
     """``{"03_masking": "causal masks two ways, ..."}`` from README's table of notebooks."""
-    # A last column of links (tools.links) is not part of the line.
-    rows = re.findall(
-        r"^\|\s*\d+\s*\|\s*`([^`]+)`\s*\|\s*([^|]+?)\s*\|(?:[^|]*\|)?\s*$", notebooks_section, re.M
-    )
-    return dict(rows)
+    return dict(_TABLE_ROW.findall(notebooks_section))
+
+
+def site_sections(text: str) -> dict[str, str]:
+    """The sections of README.md (its text) that the site shows, by :data:`README_SECTIONS`.
+
+    Raises :class:`SiteSourceError` naming the heading that is missing or empty, or the table row
+    format when the notebook table has no row of it: a renamed heading would otherwise drop its
+    text from the site without a word."""
+    sections = readme_sections(text)
+    for name, use in README_SECTIONS.items():
+        if sections.get(name):
+            continue
+        if not name:
+            raise SiteSourceError(
+                f'README.md has no text between its title and its first "## " heading ({use})'
+            )
+        found = ", ".join(f'"## {s}"' for s in sections if s) or "none"
+        raise SiteSourceError(
+            f'README.md has no section "## {name}", which the site shows as {use}; its sections are'
+            f" {found}. Rename the heading back, or change README_SECTIONS in tools/site.py."
+        )
+    if not readme_summaries(sections[NOTEBOOK_TABLE]):
+        raise SiteSourceError(
+            f'README.md\'s section "## {NOTEBOOK_TABLE}" has no table row of the form'
+            " | 03 | `03_masking` | what you learn |, from which the site takes each chapter's line"
+        )
+    return {name: sections[name] for name in README_SECTIONS}
+
+
+_TARGET = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def for_the_site(markdown: str, page: str, root: Path, out_dir: Path, repo: Repo | None) -> str:
+    """Markdown of the repository's file ``page`` (``README.md``, ``docs/references.md``) as a
+    page of the site can show it. An image it shows from the repository is copied into the
+    site's ``images/``; a link to a file of the repository or to a section of one, which the site
+    does not have, leads to GitHub where the repository's address is known and is plain text
+    otherwise. Web addresses stay as they are."""
+
+    def target(match: re.Match) -> str:
+        bang, text, where = match.groups()
+        if re.match(r"[a-z][a-z0-9+.-]*:", where, re.I):  # https:, mailto:
+            return match[0]
+        file, _, anchor = where.partition("#")
+        path = (Path(page).parent / file).as_posix() if file else page
+        if bang:
+            source = root / path
+            if not source.is_file():
+                raise SiteSourceError(f"{page} shows the image {where}, which does not exist")
+            (out_dir / "images").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out_dir / "images" / source.name)
+            return f"![{text}](images/{source.name})"
+        if repo is None:
+            return text
+        url = f"https://github.com/{repo.slug}/blob/{repo.branch}/{path}"
+        return f"[{text}]({url}#{anchor})" if anchor else f"[{text}]({url})"
+
+    return _TARGET.sub(target, markdown)
+
+
+def references_markdown(root: Path) -> str:
+    """The body of ``docs/references.md`` (under ``root``), its ``# `` title left out."""
+    path = root / REFERENCES
+    if not path.is_file():
+        raise SiteSourceError(f"{REFERENCES} is missing: the site's references.html shows it")
+    return re.sub(r"\A\s*# .*\n", "", path.read_text(encoding="utf-8")).strip()
 
 
 def summary_of(nb: dict) -> str:
@@ -227,11 +308,13 @@ def home_page(sections: dict[str, str], items: list[Chapter], repo: Repo | None 
         for ch in items
     )
     body = (
-        f"<h1>{escape(SERIES)}</h1>\n{markdown_to_html(sections.get('', ''))}\n"
+        f"<h1>{escape(SERIES)}</h1>\n{markdown_to_html(sections[''])}\n"
         f'<h2 id="chapters">The chapters</h2>\n<ol class="chapters">{rows}</ol>\n'
-        f'<h2 id="run-it">Run it on your machine</h2>\n{markdown_to_html(sections.get("Two commands", ""))}\n'
+        f'<h2 id="run-it">Run it on your machine</h2>\n{markdown_to_html(sections["Two commands"])}\n'
         f'<p>The references are on <a href="references.html">their own page</a>.</p>'
     )
+    # The prose pages' style sheet leaves images their own width; a phone must not scroll sideways.
+    body = body.replace("<img ", '<img style="max-width: 100%; height: auto" ')
     return _plain_page(SERIES, _nav(items, "index"), body)
 
 
@@ -248,8 +331,8 @@ def _report(repo: Repo | None, page: str, title: str) -> str:
     return f' · <a href="{escape(url)}">Report a problem on this page</a>'
 
 
-def references_page(sections: dict[str, str], items: list[Chapter]) -> str:
-    body = f"<h1>References</h1>\n{markdown_to_html(sections.get('References', ''))}"
+def references_page(references: str, items: list[Chapter]) -> str:
+    body = f"<h1>References</h1>\n{markdown_to_html(references)}"
     return _plain_page(f"References · {SERIES}", _nav(items, "references"), body)
 
 
@@ -260,13 +343,17 @@ def build_site(
     chapter links to its notebook in Colab and in Binder."""
     import nbformat
 
+    root = readme.parent
+    sections = site_sections(readme.read_text(encoding="utf-8"))
+    references = references_markdown(root)
     out_dir.mkdir(parents=True, exist_ok=True)
-    sections = readme_sections(readme.read_text(encoding="utf-8"))
+    shown = {name: for_the_site(text, "README.md", root, out_dir, repo) for name, text in sections.items()}
     paths = sorted(notebook_dir.glob("*.ipynb"))
-    items = chapters(paths, readme_summaries(sections.get("The notebooks", "")))
+    items = chapters(paths, readme_summaries(sections[NOTEBOOK_TABLE]))
     pages = [out_dir / "index.html", out_dir / "references.html", out_dir / search.PAGE]
-    pages[0].write_text(home_page(sections, items, repo), encoding="utf-8")
-    pages[1].write_text(references_page(sections, items), encoding="utf-8")
+    pages[0].write_text(home_page(shown, items, repo), encoding="utf-8")
+    refs = for_the_site(references, REFERENCES, root, out_dir, repo)
+    pages[1].write_text(references_page(refs, items), encoding="utf-8")
     pages[2].write_text(search_page(items), encoding="utf-8")
     entries: list[dict[str, str]] = []
     exp = exporter("html", "attn-page")
@@ -315,7 +402,11 @@ def main(argv: list[str]) -> int:
     source, target = args.source, args.target
     readme = source.resolve().parent / "README.md"
     repo = find_repo(None, readme.parent, slug=args.repo)
-    pages = build_site(source, target, args.slides, readme, repo)
+    try:
+        pages = build_site(source, target, args.slides, readme, repo)
+    except SiteSourceError as err:
+        print(f"tools.site: {err}", file=sys.stderr)
+        return 1
     links = f"Colab and Binder links to {repo.slug}" if repo else "no Colab or Binder links (address unknown)"
     print(f"wrote {len(pages)} pages into {target} ({links}); open {target / 'index.html'}")
     return 0

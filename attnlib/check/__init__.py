@@ -1,4 +1,4 @@
-"""Exercise checks: one call per exercise, e.g. ``check.sliding_window_mask(my_sliding_window_mask)``.
+"""Exercise checks for notebooks 01 to 14: one call per exercise, e.g. ``check.softmax(my_softmax)``.
 
 Each check runs the student's code on several cases against attnlib's reference and returns
 a :class:`Verdict` that says which case failed, expected vs got, and a hint aimed at the
@@ -7,13 +7,10 @@ typical mistake. One module per notebook, named after it: ``dot_product_attentio
 ``sequence_models`` (06), ``seq2seq_without_attention`` (07), ``bahdanau_attention`` (08),
 ``luong_attention`` (09), ``transformer_blocks`` (10), ``transformer`` (11), ``gpt`` (12),
 ``efficient_attention`` (13), ``vision_transformer`` (14); the machinery they share is in
-``_core`` (and ``_modules`` for the "build an nn.Module" exercises).
-
-The topic modules of 0.1 (``attention``, ``heads``, ``sequences``, ``seq2seq``, ``efficient``,
-``vit``) are deprecated aliases until 0.3.0, imported only when asked for.
+``_core``, and the engine of the "build an nn.Module" exercises (5.5, 8.2, 10.4, 10.6) in
+``_modules``. The package exports each notebook module's ``__all__``, in the order of
+``_NOTEBOOKS``, and the core names a student may want (``Verdict`` and friends).
 """
-
-import importlib
 
 from . import (
     bahdanau_attention,
@@ -64,11 +61,6 @@ _NOTEBOOKS = (
     vision_transformer,
 )
 
-#: The topic modules of 0.1, now deprecated aliases: ``check.heads`` imports (and warns) only when used.
-_ALIASES = ("attention", "efficient", "heads", "seq2seq", "sequences", "vit")
-# The alias's warning then points past this package's __getattr__, at the line that asked for it.
-__deprecated_alias__ = True
-
 __all__ = [
     "Case",
     "Mistake",
@@ -77,9 +69,3 @@ __all__ = [
     "run_check",
     *(name for module in _NOTEBOOKS for name in module.__all__),
 ]
-
-
-def __getattr__(name: str) -> object:
-    if name in _ALIASES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""The machinery behind every exercise check: run a student's function on several cases,
-compare with the reference, and say in plain words what is right and what is wrong.
+"""The machinery behind every exercise check of notebooks 01 to 14: run a student's function on
+several cases, compare with the reference, and say in plain words what is right and what is wrong.
 
 A check never ends in a bare traceback. It returns a :class:`Verdict`, whose text is shown
 when it is the last expression of a cell and which is truthy only when every case passed.
@@ -7,8 +7,10 @@ when it is the last expression of a cell and which is truthy only when every cas
 Shared here, once for every notebook's checks: :func:`run_check` (a function on cases),
 :func:`check_answer` and :func:`combined` (predictions), :func:`raised` (the one way a
 student's exception becomes a verdict), :func:`seeded` (random draws that leave the student's
-seed alone) and the dtype rule (:func:`dtype_kind`, :func:`as_numbers`,
-:func:`require_integer_ids`). The "build an nn.Module" exercises add :mod:`._modules`.
+seed alone), :func:`describe` (what a value is, in words) and the dtype rule
+(:func:`dtype_kind`, :func:`as_numbers`, :func:`require_integer_ids`). The "build an nn.Module"
+exercises run on the engine in :mod:`._modules`. The notebook modules import only the names of
+``__all__``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,40 @@ from html import escape
 from typing import Any
 
 import torch
+
+__all__ = [
+    "BEFORE_SUPER_INIT",
+    "ERROR",
+    "FAIL",
+    "NOT_BOOL",
+    "PASS",
+    "TODO",
+    "WORDS",
+    "Case",
+    "Mistake",
+    "Verdict",
+    "as_numbers",
+    "check_answer",
+    "combined",
+    "describe",
+    "dtype_kind",
+    "explain",
+    "not_yet",
+    "numbered",
+    "predictions_not_yet",
+    "raised",
+    "randn",
+    "require_integer_ids",
+    "result_part",
+    "run_check",
+    "run_check_parts",
+    "same",
+    "seeded",
+    "slips",
+    "wanted",
+    "whole_number",
+    "wrong_type",
+]
 
 #: The word every verdict starts with, by status: the meaning is in words, never only in a colour
 #: or an emoji (without an emoji font, or read aloud, those all look or sound alike).
@@ -123,12 +159,12 @@ def _is_student_frame(filename: str) -> bool:
     )
 
 
-def _describe(x: Any) -> str:
+def describe(x: Any) -> str:
     """What ``x`` is, in a few words that never cut a number in half: shapes, not reprs."""
     if isinstance(x, torch.Tensor):
         return f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
     if isinstance(x, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in x):
-        parts = "; ".join(_describe(v) for v in x[:4]) + ("; ..." if len(x) > 4 else "")
+        parts = "; ".join(describe(v) for v in x[:4]) + ("; ..." if len(x) > 4 else "")
         return f"{type(x).__name__} of {len(x)}: ({parts})"
     text = f"{type(x).__name__} {x!r}"
     return text if len(text) <= 120 else text[:117].rsplit(" ", 1)[0] + " ..."
@@ -172,7 +208,7 @@ def explain(got: Any, expected: Any) -> str:
     if got is None:
         return "your function returned None: did you forget `return`?"
     if wrong_type(got, expected):
-        return f"expected {wanted(expected)}, got {_describe(got)}"
+        return f"expected {wanted(expected)}, got {describe(got)}"
     if isinstance(expected, torch.Tensor):
         if got.shape != expected.shape:
             return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
@@ -183,7 +219,7 @@ def explain(got: Any, expected: Any) -> str:
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             if not same(g, e):
                 return f"result {i + 1} of {len(expected)}: {explain(g, e)}"
-    return f"expected {_describe(expected)}, got {_describe(got)}"
+    return f"expected {describe(expected)}, got {describe(got)}"
 
 
 def randn(*shape: int, seed: int) -> torch.Tensor:
@@ -345,7 +381,7 @@ def run_check(
         A :class:`Verdict`.
     """
     if not callable(student):
-        return Verdict(False, f"{FAIL} {title}: expected a function, got {_describe(student)}.")
+        return Verdict(False, f"{FAIL} {title}: expected a function, got {describe(student)}.")
     for i, case in enumerate(cases, start=1):
         where = f"case {i}/{len(cases)} ({case.name})"
         try:
@@ -377,8 +413,8 @@ def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol
     ):
         return Verdict(True, f"{PASS} {title}: right, it is {expected!r}.", "pass")
     if wrong_type(answer, expected):
-        return Verdict(False, f"{FAIL} {title}: expected {wanted(expected)}, got {_describe(answer)}.")
-    said = _describe(answer) if isinstance(answer, torch.Tensor) else repr(answer)
+        return Verdict(False, f"{FAIL} {title}: expected {wanted(expected)}, got {describe(answer)}.")
+    said = describe(answer) if isinstance(answer, torch.Tensor) else repr(answer)
     text = f"{FAIL} {title}: you predicted {said}; that is not it."
     return Verdict(False, text + (f"\n   hint: {hint}" if hint else ""))
 

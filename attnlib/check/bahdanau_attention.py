@@ -8,23 +8,25 @@ concatenated, eq. 7), ``n'`` the alignment model's hidden width.
 The references are attnlib's own code where attnlib has it (``AttentionParams.score``,
 ``DecoderWithAttention``); the paper's alignment model with separate ``W_a`` and ``U_a`` and
 annotations of width ``2n`` is written here, and tests/test_checks_bahdanau_attention.py proves it
-agrees with ``AttentionParams`` where the widths let both apply. Inputs come from local
+agrees with ``AttentionParams`` where the widths let both apply. The module exercise (8.2) declares
+its spec here and runs on the engine of :mod:`attnlib.check._modules`. Inputs come from local
 ``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
 never moves the global seed.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
-from ._core import FAIL, PASS, Case, Mistake, Verdict, _describe, raised, run_check, run_check_parts, seeded
-from ._modules import build, class_problem, keyword_constructor_problem
+from ._core import PASS, Case, Mistake, Verdict, run_check, run_check_parts, seeded
+from ._modules import ModuleExercise, check_module, load_by_name, parameters_problem
 
-__all__ = ["additive_module", "additive_scores", "decoder_step", "precomputed_scores"]
+__all__ = ["additive_module", "decoder_step", "precomputed_scores"]
 
 
 def source_mask(lengths: list[int], ts: int) -> torch.Tensor:
@@ -60,83 +62,6 @@ def decoder_case(
     outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
     more = tuple(torch.randn(b, width, generator=gen) for width in extra)
     return Case(name, (decoder, x, hidden, cell, outputs, source_mask(lengths, ts), *more))
-
-
-def _reference_additive(
-    query: torch.Tensor, keys: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, v: torch.Tensor
-) -> torch.Tensor:
-    with seeded(0):
-        attention = AttentionParams(keys.shape[-1])
-    with torch.no_grad():
-        attention.attn.weight.copy_(weight)
-        attention.attn.bias.copy_(bias)
-        attention.v.copy_(v)
-        return attention.score(query[:, None, :], keys)[:, 0]  # (B, 1, Ts) -> (B, Ts)
-
-
-def _additive(
-    query, keys, weight, bias, v, *, keys_first=False, tanh=True, use_bias=True, tanh_outside=False
-):
-    ts = keys.shape[1]
-    repeated = query[:, None, :].expand(-1, ts, -1)  # (B, H) -> (B, Ts, H)
-    pair = (keys, repeated) if keys_first else (repeated, keys)
-    energy = torch.cat(pair, dim=2) @ weight.T + (bias if use_bias else 0.0)  # (B, Ts, 2H) @ (2H, H)
-    if tanh_outside:
-        return torch.tanh(energy @ v)
-    return (torch.tanh(energy) if tanh else energy) @ v  # (B, Ts, H) @ (H,) -> (B, Ts)
-
-
-def _additive_case(name: str, b: int, ts: int, h: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
-    query, keys = torch.randn(b, h, generator=gen), torch.randn(b, ts, h, generator=gen)
-    weight, bias, v = (
-        torch.randn(h, 2 * h, generator=gen),
-        torch.randn(h, generator=gen),
-        torch.randn(h, generator=gen),
-    )
-    return Case(name, (query, keys, weight, bias, v))
-
-
-def additive_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """``student_fn(query, keys, weight, bias, v) -> scores (B, Ts)``: one query, attnlib's layout.
-
-    The exercise 8.1 of attnlib 0.2.0; the notebook now asks for :func:`precomputed_scores` and
-    :func:`additive_module` instead. Kept because the ``check.seq2seq`` alias still names it.
-
-    Bahdanau's score ``v · tanh(W [s; h_j] + b)`` for every source position ``j``: ``query``
-    ``(B, H)`` the decoder state ``s``, ``keys`` ``(B, Ts, H)`` the encoder outputs, ``weight``
-    ``(H, 2H)`` and ``bias`` ``(H,)`` those of ``nn.Linear(2H, H)``, ``v`` ``(H,)``. As
-    ``AttentionParams.score`` computes it.
-    """
-    cases = [
-        _additive_case("B=1, Ts=3, H=2", 1, 3, 2, seed=71),
-        _additive_case("B=2, Ts=5, H=4", 2, 5, 4, seed=72),
-        _additive_case("B=3, Ts=4, H=3", 3, 4, 3, seed=73),
-        _additive_case("one source position, Ts=1", 2, 1, 4, seed=74),
-    ]
-    mistakes = [
-        Mistake(
-            "the concatenation order matters: the decoder state comes first, [s; h_j], so the first H "
-            "columns of W meet s (notebook 08 concatenates (query, encoder_outputs))",
-            lambda *a: _additive(*a, keys_first=True),
-        ),
-        Mistake(
-            "the tanh is missing: v · tanh(W [s; h_j] + b); without it the score is linear in s and h_j",
-            lambda *a: _additive(*a, tanh=False),
-        ),
-        Mistake(
-            "add the bias b of the linear layer: W [s; h_j] + b", lambda *a: _additive(*a, use_bias=False)
-        ),
-        Mistake(
-            "the tanh goes inside, before the dot product with v: v · tanh(...), not tanh(v · ...)",
-            lambda *a: _additive(*a, tanh_outside=True),
-        ),
-        Mistake(
-            "return the scores, before the softmax: turning them into weights is the next step",
-            lambda *a: torch.softmax(_additive(*a), dim=-1),
-        ),
-    ]
-    return run_check("Bahdanau's additive score, one query", student_fn, _reference_additive, cases, mistakes)
 
 
 def _step(decoder, x, hidden, cell, encoder_outputs, mask, *, context_first=False):
@@ -314,9 +239,6 @@ def precomputed_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 # Exercise 8.2: the paper's alignment model as an nn.Module
 # ---------------------------------------------------------------------------------------------
 
-_TITLE_MODULE = "Exercise 8.2 — Bahdanau's alignment model as an nn.Module"
-_SIGNATURE = "(query_size, key_size, attn_size)"
-
 
 def _module_config(query_size: int, key_size: int, attn_size: int) -> dict:
     return {"query_size": query_size, "key_size": key_size, "attn_size": attn_size}
@@ -396,75 +318,99 @@ def _reference_module(cfg, query, keys, mask, params):
     return _additive_module_variant(cfg, query, keys, mask, params)
 
 
-def _student_runner(cls: type) -> Callable[..., object]:
-    def run(cfg, query, keys, mask, params):
-        with seeded(8):
-            module = cls(**cfg)
-        with torch.no_grad():
-            for name, param in module.named_parameters():
-                param.copy_(params[name])
-            module.eval()
-            return module(query, keys, mask)
-
-    return run
-
-
-def _module_preflight(cls: object, configs: list[dict]) -> Verdict | None:
-    title = _TITLE_MODULE
-    name = getattr(cls, "__name__", type(cls).__name__)
-    problem = class_problem(
-        title,
-        cls,
-        instance="pass the class itself, not a module built from it: "
-        f"check.additive_module({type(cls).__name__}), without parentheses after the name.",
-        not_a_module=lambda obj: (
-            f"{name} is not an nn.Module: define it as class {name}(nn.Module): ..."
-            if isinstance(obj, type)
-            else f"expected a class (class MyAdditiveAttention(nn.Module): ...), got {_describe(obj)}."
-        ),
-    )
-    if problem is not None:
-        return problem
-    problem = keyword_constructor_problem(title, cls, name, _SIGNATURE, **configs[0])
-    if problem is not None:
-        return problem
-    if cls.forward is nn.Module.forward:
-        return Verdict(False, f"{FAIL} {title}: {name} needs a forward(self, query, keys, mask) method.")
-    for cfg in configs:
-        module = build(
-            title, cls, f": {name}(...)", seed=8, super_hint="call super().__init__() first", **cfg
+def _unfit(module: nn.Module, cfg: dict) -> str | None:
+    expected = _expected_shapes(cfg)
+    theirs = {name: tuple(p.shape) for name, p in module.named_parameters()}
+    if theirs.keys() == expected.keys():
+        hint = (
+            "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
+            "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
         )
-        if isinstance(module, Verdict):
-            return module
-        theirs = {n: tuple(p.shape) for n, p in module.named_parameters()}
-        expected = _expected_shapes(cfg)
-        if theirs != expected:
-            call = ", ".join(f"{k}={v}" for k, v in cfg.items())
+    elif any(n.endswith(".bias") for n in theirs):
+        hint = (
+            "no biases here: this exercise leaves them out, as the paper's equations do: "
+            "nn.Linear(..., bias=False)"
+        )
+    else:
+        hint = (
+            "the check copies its weights into yours, so it needs these names: self.W_a, "
+            "self.U_a and self.v_a, each an nn.Linear(..., bias=False)"
+        )
+    return parameters_problem(cfg, module, expected, "are not the expected ones", hint)
 
-            def listed(params: dict) -> str:
-                return ", ".join(f"{n} {shape}" for n, shape in params.items()) or "none"
 
-            if theirs.keys() == expected.keys():
-                hint = (
-                    "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
-                    "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
-                )
-            elif any(n.endswith(".bias") for n in theirs):
-                hint = (
-                    "no biases here: this exercise leaves them out, as the paper's equations do: "
-                    "nn.Linear(..., bias=False)"
-                )
-            else:
-                hint = (
-                    "the check copies its weights into yours, so it needs these names: self.W_a, "
-                    "self.U_a and self.v_a, each an nn.Linear(..., bias=False)"
-                )
-            return Verdict(
-                False,
-                f"{FAIL} {title}: with ({call}) your module's parameters are not the expected ones.\n"
-                f"   expected: {listed(expected)}\n   yours:    {listed(theirs)}\n   hint: {hint}",
-            )
-    return None
+def _slip(index: int, **knobs: object) -> Callable[..., torch.Tensor]:
+    """Result ``index`` (0 the context, 1 the weights) of the module with one typical slip."""
+    return lambda *args: _additive_module_variant(*args, **knobs)[index]
+
+
+#: The typical slips of 8.2, by result: the weights first, each result with its own slips.
+_MODULE_MISTAKES = {
+    1: [
+        Mistake("return two things in this order, (context, weights)", _slip(0)),
+        Mistake(
+            "the tanh is missing: e_j = v_aᵀ tanh(W_a s + U_a h_j); without it the state's part is the "
+            "same for every j and cancels in the softmax",
+            _slip(1, tanh=False),
+        ),
+        Mistake(
+            "W_a and U_a are on the wrong sides: W_a (query_size -> attn_size) multiplies the decoder "
+            "state, U_a (key_size -> attn_size) the annotations h_j",
+            _slip(1, sides="swapped"),
+        ),
+        Mistake(
+            "score with v_a: self.v_a(torch.tanh(...)).squeeze(-1), not a plain sum over the attn_size axis",
+            _slip(1, use_v=False),
+        ),
+        Mistake(
+            "softmax over the source positions (dim=-1 of the (B, Ts) scores): dim=0 mixes the "
+            "sentences of the batch",
+            _slip(1, dim=0),
+        ),
+        Mistake(
+            "padded positions got weight: the mask is ignored. Fill the scores with -inf where the mask "
+            "is False before the softmax (`scores.masked_fill(~mask, float('-inf'))`)",
+            _slip(1, masking="none"),
+        ),
+        Mistake(
+            "the mask is inverted: True marks the real source tokens, so fill the scores where it is False",
+            _slip(1, masking="inverted"),
+        ),
+        Mistake(
+            "zeroing the padded weights after the softmax leaves rows that sum to less than 1: mask the "
+            "scores before the softmax",
+            _slip(1, masking="after"),
+        ),
+    ],
+    0: [
+        Mistake(
+            "the context is the weighted *sum* of the annotations (the weights already sum to 1), "
+            "not the mean",
+            _slip(0, pool="mean"),
+        ),
+        Mistake(
+            "return one context per sentence, (B, key_size): squeeze the step axis that bmm leaves",
+            _slip(0, pool="unsqueezed"),
+        ),
+    ],
+}
+
+
+@functools.cache
+def _module_exercise() -> ModuleExercise:
+    """Exercise 8.2's spec, built at its first check, not at import (which stays light)."""
+    return ModuleExercise(
+        title="Exercise 8.2 — Bahdanau's alignment model as an nn.Module",
+        check="additive_module",
+        example="MyAdditiveAttention",
+        init="(query_size, key_size, attn_size)",
+        forward="query, keys, mask",
+        cases=_module_cases(),
+        reference=_reference_module,
+        unfit=_unfit,
+        fit=lambda module, cfg, query, keys, mask, params: load_by_name(module, params),
+        mistakes=_MODULE_MISTAKES,
+    )
 
 
 def additive_module(student_cls: object) -> Verdict:
@@ -477,77 +423,4 @@ def additive_module(student_cls: object) -> Verdict:
     ``query`` ``(B, query_size)``, ``keys`` ``(B, Ts, key_size)``, ``mask`` ``(B, Ts)`` True for real
     source tokens, ``context`` ``(B, key_size)``, ``weights`` ``(B, Ts)``.
     """
-    title = _TITLE_MODULE
-    cases = _module_cases()
-    problem = _module_preflight(student_cls, [c.args[0] for c in cases])
-    if problem is not None:
-        return problem
-    cls: type = student_cls  # type: ignore[assignment]
-
-    def slip(**knobs: object) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
-        return lambda *args: _additive_module_variant(*args, **knobs)
-
-    order = Mistake(
-        "return two things in this order, (context, weights)", lambda *a: _reference_module(*a)[0]
-    )
-    weight_mistakes = [
-        order,
-        Mistake(
-            "the tanh is missing: e_j = v_aᵀ tanh(W_a s + U_a h_j); without it the state's part is the "
-            "same for every j and cancels in the softmax",
-            lambda *a: slip(tanh=False)(*a)[1],
-        ),
-        Mistake(
-            "W_a and U_a are on the wrong sides: W_a (query_size -> attn_size) multiplies the decoder "
-            "state, U_a (key_size -> attn_size) the annotations h_j",
-            lambda *a: slip(sides="swapped")(*a)[1],
-        ),
-        Mistake(
-            "score with v_a: self.v_a(torch.tanh(...)).squeeze(-1), not a plain sum over the attn_size axis",
-            lambda *a: slip(use_v=False)(*a)[1],
-        ),
-        Mistake(
-            "softmax over the source positions (dim=-1 of the (B, Ts) scores): dim=0 mixes the "
-            "sentences of the batch",
-            lambda *a: slip(dim=0)(*a)[1],
-        ),
-        Mistake(
-            "padded positions got weight: the mask is ignored. Fill the scores with -inf where the mask "
-            "is False before the softmax (`scores.masked_fill(~mask, float('-inf'))`)",
-            lambda *a: slip(masking="none")(*a)[1],
-        ),
-        Mistake(
-            "the mask is inverted: True marks the real source tokens, so fill the scores where it is False",
-            lambda *a: slip(masking="inverted")(*a)[1],
-        ),
-        Mistake(
-            "zeroing the padded weights after the softmax leaves rows that sum to less than 1: mask the "
-            "scores before the softmax",
-            lambda *a: slip(masking="after")(*a)[1],
-        ),
-    ]
-    context_mistakes = [
-        Mistake(
-            "the context is the weighted *sum* of the annotations (the weights already sum to 1), "
-            "not the mean",
-            lambda *a: slip(pool="mean")(*a)[0],
-        ),
-        Mistake(
-            "return one context per sentence, (B, key_size): squeeze the step axis that bmm leaves",
-            lambda *a: slip(pool="unsqueezed")(*a)[0],
-        ),
-    ]
-    try:
-        verdict = run_check_parts(
-            title,
-            _student_runner(cls),
-            _reference_module,
-            cases,
-            {1: weight_mistakes, 0: context_mistakes},
-            2,
-        )
-    except Exception as exc:  # copying the weights failed in a way the preflight did not foresee
-        return raised(title, exc, ": your module")
-    if verdict:
-        return Verdict(True, f"{PASS} {title}: all {len(cases)} cases pass.", "pass")
-    return verdict
+    return check_module(_module_exercise(), student_cls)

@@ -4,7 +4,7 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, 
 ``L`` LSTM layers, ``V`` vocabulary, ``D`` half-window of local attention.
 
 The references are attnlib's own code: ``AttentionGeneral.score``, ``LuongDecoder`` and
-:func:`attnlib.scorers.make_attention`. Local-m's window weighting, which ``LocalAttention.attend``
+:func:`attnlib.local_attention.make_attention`. Local-m's window weighting, which ``LocalAttention.attend``
 computes inline rather than as a function, is written here from attnlib's pieces;
 tests/test_checks_luong_attention.py proves it agrees with the code that inlines it. attnlib
 has no location-based score (Luong et al., 2015, eq. 8): its reference is written here, from
@@ -21,7 +21,7 @@ import torch
 
 from .. import AttentionGeneral, LuongDecoder, make_attention, masked_softmax
 from ..evaluation import count_parameters
-from ..scorers import SCORERS
+from ..local_attention import SCORERS
 from ._core import (
     FAIL,
     Case,
@@ -309,7 +309,7 @@ def _names_hint(names: set[str], expected: set[str]) -> str:
     }
     unknown = sorted(names - set(SCORERS))
     if unknown:
-        return f"unknown name(s) {unknown}: use the names of attnlib.scorers.SCORERS, {list(SCORERS)}"
+        return f"unknown name(s) {unknown}: use the names of attnlib.local_attention.SCORERS, {list(SCORERS)}"
     wrong = sorted(names - expected) + sorted(expected - names)
     return "; ".join(why[n] for n in wrong)
 
@@ -329,7 +329,7 @@ def _concat_hint(answer: Any) -> str:
 
 
 def scorer_parameters(parameter_free: Any, concat_parameters: Any) -> Verdict:
-    """Exercise 9.4 (prediction): which of ``attnlib.scorers.SCORERS`` have no parameters (a list
+    """Exercise 9.4 (prediction): which of ``attnlib.local_attention.SCORERS`` have no parameters (a list
     of names), and how many parameters ``make_attention("concat", 64)`` has.
     """
     title = "Exercise 9.4 — which scorers learn?"

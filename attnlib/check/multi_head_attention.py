@@ -1,4 +1,4 @@
-"""Exercise checks for notebook 05 (multi-head attention; see attnlib.check._core).
+"""Exercise checks for notebook 05 (multi-head attention); see :mod:`attnlib.check._core`.
 
 Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``D`` model width, ``H`` heads,
 ``Dh = D / H`` head width.
@@ -6,16 +6,16 @@ Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``D`` model width, ``H``
 Inputs are ``torch.arange`` numbers where the layout is the lesson (a wrong value then
 reads as a wrong index) and come from a local ``torch.Generator`` otherwise.
 
-The module exercise (5.5) hands in a class: the check (on the framework of
-:mod:`attnlib.check._modules`) builds it, copies the weights of an ``attnlib.MultiHeadAttention``
-of the same configuration into it, and compares outputs; each typical slip is modelled by
-``_variant``, the reference forward pass with one knob turned. Modules are built under
+The module exercise (5.5) hands in a class: its spec, run by the engine of
+:mod:`attnlib.check._modules`, copies the weights of an ``attnlib.MultiHeadAttention`` of the same
+configuration into it and compares outputs; each typical slip is modelled by ``_variant``, the
+reference forward pass with one knob turned. Modules are built under
 :func:`attnlib.check._core.seeded`, so the caller's global seed is untouched.
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
 from collections.abc import Callable
 
 import torch
@@ -24,20 +24,18 @@ from torch import nn
 from .. import MultiHeadAttention
 from ..evaluation import count_parameters
 from ._core import (
-    FAIL,
-    PASS,
     Case,
     Mistake,
     Verdict,
-    _describe,
     check_answer,
     numbered,
-    raised,
+    randn,
     run_check,
     seeded,
+    slips,
     whole_number,
 )
-from ._modules import build, class_problem, dropout_still_on, keyword_constructor_problem, outputs_differ
+from ._modules import ModuleExercise, check_module, load_by_name, parameters_problem
 
 __all__ = ["fuse_heads", "head_qkv_rows", "head_score_matrices", "mha_parameters", "multihead_module"]
 
@@ -293,11 +291,6 @@ def mha_parameters(answer: object) -> Verdict:
 # Exercise 5.5: a whole module, checked by copying attnlib's weights into it
 # ---------------------------------------------------------------------------------------------
 
-_SIGNATURE = "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"
-_TITLE_MODULE = "Exercise 5.5 — a multi-head attention module"
-_DROPOUT_IN_EVAL = "dropout=0.3, eval mode"
-_SUPER_HINT = "call super().__init__() first thing in __init__"
-
 
 def _config(
     d_in: int, d_out: int, context_length: int, num_heads: int, dropout: float = 0.0, qkv_bias: bool = False
@@ -316,16 +309,17 @@ def _config(
 def _module_cases() -> list[Case]:
     gen = torch.Generator().manual_seed(55)
     cases = []
-    for name, cfg, b, t, mode in [
-        ("B=2, T=6, D_in=3, D=4, H=2", _config(3, 4, 6, 2), 2, 6, "eval"),
-        ("B=1, T=5 < context_length=8, D_in=4, D=6, H=3", _config(4, 6, 8, 3), 1, 5, "eval"),
-        ("B=3, T=4, D_in=5, D=8, H=4, qkv_bias=True", _config(5, 8, 4, 4, qkv_bias=True), 3, 4, "eval"),
-        ("one head: H=1, T=3 < context_length=6", _config(4, 4, 6, 1), 2, 3, "eval"),
-        ("one token: T=1", _config(3, 4, 6, 2), 2, 1, "eval"),
-        (_DROPOUT_IN_EVAL, _config(3, 6, 8, 2, dropout=0.3), 2, 7, "eval"),
-        ("train mode with dropout=0", _config(3, 4, 6, 2), 2, 5, "train"),
+    for name, cfg, b, t, train in [
+        ("B=2, T=6, D_in=3, D=4, H=2", _config(3, 4, 6, 2), 2, 6, False),
+        ("B=1, T=5 < context_length=8, D_in=4, D=6, H=3", _config(4, 6, 8, 3), 1, 5, False),
+        ("B=3, T=4, D_in=5, D=8, H=4, qkv_bias=True", _config(5, 8, 4, 4, qkv_bias=True), 3, 4, False),
+        ("one head: H=1, T=3 < context_length=6", _config(4, 4, 6, 1), 2, 3, False),
+        ("one token: T=1", _config(3, 4, 6, 2), 2, 1, False),
+        ("dropout=0.3, eval mode", _config(3, 6, 8, 2, dropout=0.3), 2, 7, False),
+        ("train mode with dropout=0", _config(3, 4, 6, 2), 2, 5, True),
     ]:
-        cases.append(Case(name, (cfg, torch.randn(b, t, cfg["d_in"], generator=gen), mode)))
+        x = torch.randn(b, t, cfg["d_in"], generator=gen)  # (B, T, Din)
+        cases.append(Case(name, (cfg, x), {"train": True} if train else {}))
     return cases
 
 
@@ -334,20 +328,8 @@ def _reference_module(cfg: dict) -> nn.Module:
         return MultiHeadAttention(**cfg)
 
 
-def _student_module(cls: type, cfg: dict) -> nn.Module:
-    """The student's module for ``cfg``, holding the reference module's weights."""
-    with seeded(5):
-        module = cls(**cfg)
-    reference = dict(_reference_module(cfg).named_parameters())
-    theirs = dict(module.named_parameters())
-    with torch.no_grad():
-        for name, param in reference.items():
-            theirs[name].copy_(param)
-    return module
-
-
-def _forward(module: nn.Module, x: torch.Tensor, mode: str) -> torch.Tensor:
-    module.train(mode == "train")
+def _reference(cfg: dict, x: torch.Tensor, train: bool = False) -> torch.Tensor:
+    module = _reference_module(cfg).train(train)
     with torch.no_grad(), seeded(7):
         return module(x)
 
@@ -355,7 +337,7 @@ def _forward(module: nn.Module, x: torch.Tensor, mode: str) -> torch.Tensor:
 def _variant(
     cfg: dict,
     x: torch.Tensor,
-    mode: str,
+    train: bool = False,
     *,
     split: str = "transpose",
     merge: str = "transpose",
@@ -396,82 +378,58 @@ def _variant(
         return ref.out_proj(context) if out_proj else context
 
 
-def _slip(**knobs: object) -> Callable[..., torch.Tensor]:
-    return lambda cfg, x, mode: _variant(cfg, x, mode, **knobs)
+_VIEW_HINT = (
+    "viewing the projections straight to (B, H, T, Dh) keeps the numbers in memory order, so a "
+    "'head' gets pieces of several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
+)
+#: (hint, the knobs of _variant that make the slip), in the order they are tried.
+_MODULE_SLIPS = [
+    (_VIEW_HINT, {"split": "view", "merge": "reshape"}),
+    (_VIEW_HINT, {"split": "view"}),
+    (
+        "merging: reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens; transpose(1, 2) "
+        "back to (B, T, H, Dh) first, then reshape",
+        {"merge": "reshape"},
+    ),
+    (
+        "the scores must be divided by sqrt(head_dim), the width of the dot products, before "
+        "softmax; you did not scale them",
+        {"scale": "none"},
+    ),
+    (
+        "each head's dot products have head_dim = d_out / num_heads terms: divide by "
+        "sqrt(head_dim), not by sqrt(d_out)",
+        {"scale": "d_out"},
+    ),
+    ("scale the scores before softmax, not the weights after it", {"scale": "after"}),
+    ("the causal mask is missing: token i may only attend to tokens 0..i", {"mask": "none"}),
+    (
+        "your mask hides the diagonal too, so token 0 sees nothing (nan): a token may attend to "
+        "itself. torch.triu(..., diagonal=1) marks exactly the future keys",
+        {"mask": "diagonal_hidden"},
+    ),
+    (
+        "your mask is the wrong way round: attnlib.causal_mask is True where a token MAY attend, "
+        "so fill where it is False (~mask)",
+        {"mask": "inverted"},
+    ),
+    (
+        "softmax over the keys, the last axis (dim=-1): each query's weights must sum to 1",
+        {"softmax_dim": -2},
+    ),
+    ("softmax over the keys, the last axis (dim=-1): dim=1 of (B, H, T, T) is the heads", {"softmax_dim": 1}),
+    (
+        "the output projection is missing: after merging the heads, return self.out_proj(context)",
+        {"out_proj": False},
+    ),
+]
 
 
-def _module_mistakes() -> list[Mistake]:
-    view_hint = (
-        "viewing the projections straight to (B, H, T, Dh) keeps the numbers in memory order, so a "
-        "'head' gets pieces of several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
-    )
-    return [
-        Mistake(view_hint, _slip(split="view", merge="reshape")),
-        Mistake(view_hint, _slip(split="view")),
-        Mistake(
-            "merging: reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens; transpose(1, 2) "
-            "back to (B, T, H, Dh) first, then reshape",
-            _slip(merge="reshape"),
-        ),
-        Mistake(
-            "the scores must be divided by sqrt(head_dim), the width of the dot products, before "
-            "softmax; you did not scale them",
-            _slip(scale="none"),
-        ),
-        Mistake(
-            "each head's dot products have head_dim = d_out / num_heads terms: divide by "
-            "sqrt(head_dim), not by sqrt(d_out)",
-            _slip(scale="d_out"),
-        ),
-        Mistake(
-            "scale the scores before softmax, not the weights after it",
-            _slip(scale="after"),
-        ),
-        Mistake(
-            "the causal mask is missing: token i may only attend to tokens 0..i",
-            _slip(mask="none"),
-        ),
-        Mistake(
-            "your mask hides the diagonal too, so token 0 sees nothing (nan): a token may attend to "
-            "itself. torch.triu(..., diagonal=1) marks exactly the future keys",
-            _slip(mask="diagonal_hidden"),
-        ),
-        Mistake(
-            "your mask is the wrong way round: attnlib.causal_mask is True where a token MAY attend, "
-            "so fill where it is False (~mask)",
-            _slip(mask="inverted"),
-        ),
-        Mistake(
-            "softmax over the keys, the last axis (dim=-1): each query's weights must sum to 1",
-            _slip(softmax_dim=-2),
-        ),
-        Mistake(
-            "softmax over the keys, the last axis (dim=-1): dim=1 of (B, H, T, T) is the heads",
-            _slip(softmax_dim=1),
-        ),
-        Mistake(
-            "the output projection is missing: after merging the heads, return self.out_proj(context)",
-            _slip(out_proj=False),
-        ),
-    ]
-
-
-def _describe_params(params: dict[str, tuple[int, ...]]) -> str:
-    return ", ".join(f"{name} {shape}" for name, shape in params.items()) or "none"
-
-
-def _parameter_problem(title: str, cfg: dict, theirs: dict, expected: dict) -> Verdict | None:
-    """A verdict naming what differs from attnlib's parameters, or None when names and shapes match."""
-    if theirs == expected:
-        return None
-    call = ", ".join(f"{k}={v}" for k, v in cfg.items())
-    lines = [
-        f"{FAIL} {title}: with ({call}) your module's parameters differ from attnlib.MultiHeadAttention's.",
-        f"   expected: {_describe_params(expected)}",
-        f"   yours:    {_describe_params(theirs)}",
-    ]
-    missing = expected.keys() - theirs.keys()
-    extra = theirs.keys() - expected.keys()
+def _unfit(module: nn.Module, cfg: dict) -> str | None:
+    """What differs from attnlib.MultiHeadAttention's parameters, or None when names and shapes match."""
+    expected = {name: tuple(p.shape) for name, p in _reference_module(cfg).named_parameters()}
+    theirs = {name: tuple(p.shape) for name, p in module.named_parameters()}
+    missing, extra = expected.keys() - theirs.keys(), theirs.keys() - expected.keys()
     if "out_proj.weight" in missing and not extra:
         hint = "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
     elif missing == {"out_proj.bias"}:
@@ -489,66 +447,32 @@ def _parameter_problem(title: str, cfg: dict, theirs: dict, expected: dict) -> V
             "W_query, W_key and W_value each map d_in to all d_out features (every head at once); "
             "the heads are cut out of their outputs in forward"
         )
-    lines.append(f"   hint: {hint}")
-    return Verdict(False, "\n".join(lines))
+    return parameters_problem(cfg, module, expected, "differ from attnlib.MultiHeadAttention's", hint)
 
 
-def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
-    return {name: tuple(p.shape) for name, p in module.named_parameters()}
-
-
-def _preflight(title: str, cls: object, configs: list[dict]) -> Verdict | None:
-    """Check what the student handed in before any number is compared; None when all is well."""
-    name = getattr(cls, "__name__", type(cls).__name__)
-
-    def not_a_module(obj: object) -> str:
-        if isinstance(obj, type):
-            return f"{name} is not an nn.Module: define it as class {name}(nn.Module): ..."
-        got = f"the {type(obj).__name__} {name}" if callable(obj) else _describe(obj)
-        return f"expected a class (class MyMultiHeadAttention(nn.Module): ...), got {got}."
-
-    problem = class_problem(
-        title,
-        cls,
-        instance="pass the class itself, not a module built from it: "
-        f"check.multihead_module({type(cls).__name__}), without parentheses after the name.",
-        not_a_module=not_a_module,
+@functools.cache
+def _module_exercise() -> ModuleExercise:
+    """Exercise 5.5's spec, built at its first check, not at import (which stays light)."""
+    return ModuleExercise(
+        title="Exercise 5.5 — a multi-head attention module",
+        check="multihead_module",
+        example="MyMultiHeadAttention",
+        init="(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
+        forward="x",
+        cases=_module_cases(),
+        reference=_reference,
+        unfit=_unfit,
+        fit=lambda module, cfg, x: load_by_name(module, dict(_reference_module(cfg).named_parameters())),
+        mistakes=slips(_variant, _MODULE_SLIPS),
+        eval_probe=5,  # dropout=0.3, eval mode
+        train_probe=Case("dropout=0.5", (_config(3, 4, 6, 2, dropout=0.5), randn(2, 6, 3, seed=56))),
+        no_dropout="dropout is missing: apply self.dropout = nn.Dropout(dropout) to the attention weights, "
+        "after softmax",
+        error_hints={
+            "< context_length": "this is a case with T shorter than context_length: if your mask is the "
+            "(context_length, context_length) buffer, cut it to the tokens there are, [:T, :T]"
+        },
     )
-    if problem is not None:
-        return problem
-    if cls.__init__ is nn.Module.__init__:
-        return Verdict(False, f"{FAIL} {title}: {name} needs its own __init__{_SIGNATURE}.")
-    problem = keyword_constructor_problem(title, cls, name, _SIGNATURE, **configs[0])
-    if problem is not None:
-        return problem
-    if cls.forward is nn.Module.forward:
-        return Verdict(False, f"{FAIL} {title}: {name} needs a forward(self, x) method.")
-    try:
-        inspect.signature(cls.forward).bind(None, torch.zeros(1))
-    except TypeError:
-        return Verdict(
-            False,
-            f"{FAIL} {title}: the check calls module(x) with x of shape (B, T, d_in); your forward is "
-            f"forward{inspect.signature(cls.forward)}.",
-        )
-    for cfg in configs:
-        module = build(title, cls, f": {name}(...)", seed=5, each=True, super_hint=_SUPER_HINT, **cfg)
-        if isinstance(module, Verdict):
-            return module
-        problem = _parameter_problem(title, cfg, _shapes(module), _shapes(_reference_module(cfg)))
-        if problem is not None:
-            return problem
-    return None
-
-
-def _still_random(cls: type, case: Case) -> bool:
-    """True when the student's module in eval mode gives two different outputs for one input."""
-    cfg, x, _ = case.args
-    try:
-        module = _student_module(cls, cfg)
-    except Exception:  # run_check has reported it in words
-        return False
-    return dropout_still_on(module, x)
 
 
 def multihead_module(student_cls: object) -> Verdict:
@@ -559,58 +483,7 @@ def multihead_module(student_cls: object) -> Verdict:
     configuration into its ``W_query``, ``W_key``, ``W_value`` (``nn.Linear(d_in, d_out,
     bias=qkv_bias)``) and ``out_proj`` (``nn.Linear(d_out, d_out)``), and compares
     ``module(x)``, ``x`` ``(B, T, d_in)`` -> ``(B, T, d_out)``, in eval mode and in train mode
-    with dropout 0. Last, in train mode with dropout 0.5, two calls must differ.
+    with dropout 0; in eval mode with dropout on, two calls must agree. Last, in train mode with
+    dropout 0.5, two calls must differ.
     """
-    title = _TITLE_MODULE
-    cases = _module_cases()
-    problem = _preflight(title, student_cls, [c.args[0] for c in cases])
-    if problem is not None:
-        return problem
-    cls: type = student_cls  # type: ignore[assignment]
-
-    verdict = run_check(
-        title,
-        lambda cfg, x, mode: _forward(_student_module(cls, cfg), x, mode),
-        lambda cfg, x, mode: _forward(_reference_module(cfg), x, mode),
-        cases,
-        _module_mistakes(),
-    )
-    if not verdict:
-        if verdict.status == "error" and "< context_length" in verdict.message.split("\n")[0]:
-            return Verdict(
-                False,
-                verdict.message + "\n   hint: this is a case with T shorter than context_length: if your "
-                "mask is the (context_length, context_length) buffer, cut it to the tokens there are, "
-                "[:T, :T]",
-                "error",
-            )
-        if f"({_DROPOUT_IN_EVAL})" in verdict.message and _still_random(
-            cls, next(c for c in cases if c.name == _DROPOUT_IN_EVAL)
-        ):
-            return Verdict(
-                False,
-                verdict.message + "\n   hint: in eval mode two calls on the same input gave different "
-                "outputs, so dropout is still active: use nn.Dropout (module.eval() switches it off), "
-                "or pass training=self.training to F.dropout",
-            )
-        return verdict
-
-    # Dropout must act in train mode; which entries it drops is the module's own random choice.
-    try:
-        module = _student_module(cls, _config(3, 4, 6, 2, dropout=0.5))
-        x = torch.randn(2, 6, 3, generator=torch.Generator().manual_seed(56))
-        differ = outputs_differ(module, x, training=True)
-    except Exception as exc:  # the student's bug, reported in words
-        return raised(
-            title, exc, ": in train mode with dropout=0.5, your module", each=True, super_hint=_SUPER_HINT
-        )
-    if not differ:
-        return Verdict(
-            False,
-            f"{FAIL} {title}: all {len(cases)} cases pass, but in train mode with dropout=0.5 two calls "
-            "on the same input gave the same output.\n   hint: dropout is missing: apply "
-            "self.dropout = nn.Dropout(dropout) to the attention weights, after softmax",
-        )
-    return Verdict(
-        True, f"{PASS} {title}: all {len(cases)} cases pass, and dropout acts in train mode.", "pass"
-    )
+    return check_module(_module_exercise(), student_cls)

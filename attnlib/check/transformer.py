@@ -9,10 +9,6 @@ in :func:`attnlib.decoding.beam_search` rather than a function, so :func:`_refer
 repeats those three lines; tests/test_checks_transformer.py checks it against an exhaustive search.
 Inputs come from local ``torch.Generator`` s and models are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
-
-The checks of notebook 10 lived here until 0.2.0 and moved to
-:mod:`attnlib.check.transformer_blocks`; ``check.transformer.<name>`` still finds them, with a
-:class:`DeprecationWarning`, until 0.3.0.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 from .. import Transformer
-from .._deprecated import moved_names
 from ._core import (
     Case,
     Mistake,
@@ -41,17 +36,6 @@ from ._core import (
 )
 
 __all__ = ["attention_map_count", "beam_step", "greedy_vs_beam", "label_smoothed_loss"]
-
-#: The names of notebook 10's checks that moved to attnlib.check.transformer_blocks in 0.2.0.
-_NOTEBOOK_10 = (
-    "LAYER_ARGS",
-    "SHUFFLE_ANSWERS",
-    "encoder_layer",
-    "halves_encoding",
-    "rms_norm",
-    "shift_matrix",
-)
-__getattr__ = moved_names(__name__, dict.fromkeys(_NOTEBOOK_10, "attnlib.check.transformer_blocks"))
 
 
 def _reference_beam_step(
@@ -222,7 +206,7 @@ class _TableModel(Transformer):
         super().__init__(v, v, dim=2, n_heads=1, n_layers=1, hidden_dim=1, max_seq_len=8, dropout=0.0)
         self.log_table = _table().log()
 
-    def _next_log_probs(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+    def next_log_probs(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         return self.log_table[ys[:, -1]]  # (B, V): depends on the last token only
 
 

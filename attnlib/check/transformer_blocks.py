@@ -8,14 +8,14 @@ matrix of the sinusoidal encoding (tests check it against the table),
 ``torch.nn.functional.rms_norm``, the source mask of ``Transformer.generate_mask``, runs of an
 untrained :class:`attnlib.blocks.DecoderLayer` for the shuffle prediction, and
 :class:`attnlib.blocks.EncoderLayer` (pre-LN) and :class:`attnlib.blocks.DecoderLayer` (post-LN),
-whose weights the student's layers receive (the two module exercises run on the framework of
-:mod:`attnlib.check._modules`). Inputs come from local ``torch.Generator`` s and modules are built
-inside :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
+whose weights the student's layers receive: the two module exercises (10.4, 10.6) declare their
+specs here and run on the engine of :mod:`attnlib.check._modules`. Inputs come from local
+``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
+never moves the global seed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import math
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from .. import (
     DecoderLayer,
@@ -40,17 +41,17 @@ from ._core import (
     Case,
     Mistake,
     Verdict,
-    _describe,
     as_numbers,
     check_answer,
     combined,
+    describe,
     predictions_not_yet,
     run_check,
     seeded,
     slips,
     whole_number,
 )
-from ._modules import UnfitError, build, class_problem, constructor_problem, dropout_still_on
+from ._modules import ModuleExercise, check_module, first_calls, in_call_order
 
 __all__ = [
     "cross_attention_mask",
@@ -306,305 +307,6 @@ def cross_attention_mask(student_fn: Callable[[torch.Tensor, torch.Tensor, int],
     )
 
 
-#: Exercise 10.4 builds ``MyEncoderLayer(dim, n_heads, hidden_dim, dropout)`` with these values first.
-LAYER_ARGS = (8, 2, 16, 0.1)
-_LAYER_SIGNATURE = "(dim, n_heads, hidden_dim, dropout=0.1)"
-
-
-@functools.lru_cache(maxsize=4)
-def _reference_layer(dim: int, n_heads: int, hidden_dim: int, dropout: float) -> EncoderLayer:
-    """attnlib's pre-LN encoder layer in eval mode, each norm with its own non-trivial scale and
-    shift (so that a norm in the wrong place, or one norm used twice, shows in the output).
-    Cached: every case and every typical mistake reads the same weights, and nothing writes them."""
-    with seeded(dim + n_heads + hidden_dim):
-        layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
-    gen = torch.Generator().manual_seed(7 * dim + n_heads)
-    with torch.no_grad():
-        for norm in (layer.attention_norm, layer.ffn_norm):
-            norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
-            norm.beta.copy_(0.5 * torch.randn(dim, generator=gen))
-    return layer.eval()
-
-
-def _layer_case(name: str, args: tuple, lengths: list[int] | None, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
-    t = max(lengths) if lengths else 5
-    x = torch.randn(len(lengths) if lengths else 2, t, args[0], generator=gen) * 2  # (B, T, D)
-    if lengths is None:
-        return Case(name, (args, x, None))
-    return Case(
-        name, (args, x, length_mask(lengths, t))
-    )  # mask (B, 1, 1, T)  # the padded positions hold random vectors too
-
-
-def _layer_cases() -> list[Case]:
-    return [
-        _layer_case("D=8, H=2, F=16: one sentence of 4 tokens, no padding", LAYER_ARGS, [4], seed=111),
-        _layer_case("two sentences, the second padded (3 real tokens of 5)", LAYER_ARGS, [5, 3], seed=112),
-        _layer_case("D=12, H=3, F=24: three sentences, two padded", (12, 3, 24, 0.2), [6, 2, 4], seed=113),
-        _layer_case("mask=None: every token sees every token", LAYER_ARGS, None, seed=114),
-    ]
-
-
-def _parts(
-    layer: torch.nn.Module, args: tuple
-) -> tuple[MultiHeadAttention, FeedForward, list[torch.nn.Module]]:
-    """The student's attention, feed-forward and norms, checked against what the weights need."""
-    dim, n_heads, hidden_dim, _ = args
-    found = list(layer.modules())
-    attentions = [m for m in found if isinstance(m, MultiHeadAttention)]
-    ffns = [m for m in found if isinstance(m, FeedForward)]
-    norms = [m for m in found if isinstance(m, (LayerNorm, torch.nn.LayerNorm))]
-    torch_mha = any(isinstance(m, torch.nn.MultiheadAttention) for m in found)
-    if len(attentions) != 1:
-        other = " (nn.MultiheadAttention is PyTorch's, not attnlib's)" if torch_mha else ""
-        raise UnfitError(
-            f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; an encoder layer has one "
-            "self-attention, built as attnlib's EncoderLayer builds it: "
-            "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, causal=False)"
-        )
-    if len(ffns) != 1:
-        raise UnfitError(
-            f"found {len(ffns)} attnlib FeedForward modules; an encoder layer has one: "
-            "blocks.FeedForward(dim, hidden_dim, dropout)"
-        )
-    if len(norms) != 2:
-        raise UnfitError(
-            f"found {len(norms)} LayerNorm modules; a pre-LN encoder layer normalises the input of each of "
-            "its two sublayers, each norm with its own scale and shift: two blocks.LayerNorm(dim) (the final "
-            "LayerNorm of a pre-LN model belongs to the stack, after its last layer, not to each layer)"
-        )
-    (attention,), (ffn,) = attentions, ffns
-    if attention.num_heads != n_heads:
-        raise UnfitError(
-            f"the layer was built with n_heads={n_heads}, but its MultiHeadAttention has "
-            f"num_heads={attention.num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
-            "num_heads, qkv_bias=..., causal=...)"
-        )
-    if attention.W_query.bias is None:
-        raise UnfitError("build the MultiHeadAttention with qkv_bias=True, as attnlib's EncoderLayer does")
-    if (attention.d_in, attention.d_out) != (dim, dim) or ffn.w1.weight.shape != (hidden_dim, dim):
-        raise UnfitError(
-            f"the sublayers must map width dim={dim} to dim (the feed-forward through "
-            f"hidden_dim={hidden_dim}): "
-            f"your attention maps {attention.d_in} -> {attention.d_out}, your feed-forward "
-            f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
-        )
-    for norm in norms:
-        weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
-        if weight is None or weight.shape != (dim,):
-            raise UnfitError(f"each LayerNorm needs a learned scale and shift of width dim={dim}")
-    return attention, ffn, norms
-
-
-def _norms_in_call_order(
-    layer: torch.nn.Module, norms: list[torch.nn.Module], x, mask
-) -> list[torch.nn.Module]:
-    """The student's norms in the order its forward first calls them (never-called ones last), so
-    that the first-used norm gets the attention sublayer's weights whatever the names."""
-    calls: list[torch.nn.Module] = []
-    handles = [n.register_forward_hook(lambda module, _in, _out: calls.append(module)) for n in norms]
-    try:
-        with torch.no_grad():
-            layer(x, mask)
-    finally:
-        for handle in handles:
-            handle.remove()
-    order: list[torch.nn.Module] = []
-    for norm in calls + norms:
-        if not any(norm is seen for seen in order):
-            order.append(norm)
-    return order
-
-
-def _fitted(cls: type, args: tuple, x: torch.Tensor, mask: torch.Tensor | None) -> torch.nn.Module:
-    """The student's layer built with ``args``, holding the reference's weights, in eval mode."""
-    with seeded(0):
-        layer = cls(*args)
-    attention, ffn, norms = _parts(layer, args)
-    layer.eval()
-    reference = _reference_layer(*args)
-    order = _norms_in_call_order(layer, norms, x, mask)
-    with torch.no_grad():
-        attention.load_state_dict(reference.attention.state_dict())
-        ffn.load_state_dict(reference.feed_forward.state_dict())
-        for norm, source in zip(order, (reference.attention_norm, reference.ffn_norm), strict=True):
-            if isinstance(norm, LayerNorm):
-                norm.load_state_dict(source.state_dict())
-            else:
-                norm.weight.copy_(source.gamma)
-                norm.bias.copy_(source.beta)
-    return layer
-
-
-def _run_student(cls: type) -> Callable[..., torch.Tensor]:
-    def run(args, x, mask):
-        layer = _fitted(cls, args, x, mask)
-        with torch.no_grad():
-            return layer(x, mask)
-
-    return run
-
-
-def _run_reference(args, x, mask):
-    with torch.no_grad():
-        return _reference_layer(*args)(x, mask)
-
-
-def _layer_mistake(kind: str) -> Callable[..., torch.Tensor]:
-    """What a pre-LN encoder layer with one typical slip returns, with the reference's weights."""
-
-    def wrong(args, x, mask):
-        ref = _reference_layer(*args)
-        n1, n2, ff = ref.attention_norm, ref.ffn_norm, ref.feed_forward
-
-        def att(h):
-            return ref.attention(h, mask=mask)
-
-        with torch.no_grad():
-            if kind == "post-LN":
-                h = n1(x + att(x))
-                return n2(h + ff(h))
-            if kind == "norm after the sublayer":
-                h = x + n1(att(x))
-                return h + n2(ff(h))
-            if kind == "normalised residual":
-                h = n1(x) + att(n1(x))
-                return n2(h) + ff(n2(h))
-            if kind == "no residual":
-                return ff(n2(att(n1(x))))
-            if kind == "no attention residual":
-                h = att(n1(x))
-                return h + ff(n2(h))
-            if kind == "no feed-forward residual":
-                return ff(n2(x + att(n1(x))))
-            if kind == "residual from the layer input":
-                h = x + att(n1(x))
-                return x + ff(n2(h))
-            if kind == "mask ignored":
-                return ref(x, None)
-            if kind == "causal":
-                return ref(x, combine_masks(mask, causal_mask(x.shape[1])))
-            if kind == "one norm for both":
-                h = x + att(n1(x))
-                return h + ff(n1(h))
-            if kind == "feed-forward first":
-                h = x + ff(n1(x))
-                return h + att(n2(h))
-        raise AssertionError(kind)
-
-    return wrong
-
-
-def _built_layer(title: str, student_cls: object, check_name: str, args: tuple, base: str, parts: Any) -> Any:
-    """The student's layer for 10.4 or 10.6, built as ``student_cls(*args)`` and checked to hold
-    the sublayers ``parts`` needs; or the :class:`Verdict` that says why it cannot be (not a class,
-    not an nn.Module, a constructor the call does not fit, a build that raises, missing parts)."""
-    problem = class_problem(
-        title,
-        student_cls,
-        instance=f"pass the class itself, `check.{check_name}({type(student_cls).__name__})`, "
-        "not a layer built from it: the check builds its own.",
-        not_a_module=lambda obj: f"expected a class derived from nn.Module, got {_describe(obj)}.",
-    )
-    if problem is not None:  # (not `problem or ...`: a failing Verdict is falsy)
-        return problem
-    problem = constructor_problem(
-        title,
-        student_cls,
-        lambda signature: (
-            f"the check builds `{student_cls.__name__}{args}`, but your constructor "
-            f"takes `{signature}`; it must take the first arguments of attnlib's "
-            f"{base}: `__init__(self, {_LAYER_SIGNATURE[1:]}`."
-        ),
-        *args,
-    )
-    if problem is not None:
-        return problem
-    layer = build(
-        title,
-        student_cls,
-        f": `{student_cls.__name__}{args}`",
-        *args,
-        seed=0,
-        super_hint="call `super().__init__()` first in your `__init__`, before creating any sublayer",
-    )
-    if isinstance(layer, Verdict):
-        return layer
-    try:
-        parts(layer, args)
-    except UnfitError as unfit:
-        return Verdict(False, f"{FAIL} {title}: {unfit}.")
-    return layer
-
-
-#: What a layer whose output changes from call to call in eval mode is told.
-DROPOUT_STILL_ON = (
-    "in eval mode your layer gives a different output at every call: dropout is "
-    "still active.\n   hint: use nn.Dropout modules (they switch off with .eval()); "
-    "`F.dropout(h, p)` drops in eval mode too unless you pass `training=self.training`"
-)
-
-
-def encoder_layer(student_cls: Any) -> Verdict:
-    """Exercise 10.4: ``student_cls`` a pre-LN encoder layer class, built as
-    ``student_cls(dim, n_heads, hidden_dim, dropout)`` from attnlib's ``MultiHeadAttention``,
-    ``FeedForward`` and two ``LayerNorm`` s, called as ``layer(x, mask)``.
-
-    The check gives the student's sublayers the weights of an :class:`attnlib.blocks.EncoderLayer`
-    with ``norm_first=True`` (the norms in the order the student's forward uses them) and compares
-    the two in eval mode.
-    """
-    title = "Exercise 10.4 — a pre-LN encoder layer, whole"
-    layer = _built_layer(title, student_cls, "encoder_layer", LAYER_ARGS, "EncoderLayer", _parts)
-    if isinstance(layer, Verdict):
-        return layer
-    cases = _layer_cases()
-    if _dropout_in_eval(student_cls, cases[1]):
-        return Verdict(False, f"{FAIL} {title}: {DROPOUT_STILL_ON}")
-    hints = {
-        "post-LN": "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN "
-        "normalises the sublayer's *input* and adds the raw x: x + sublayer(norm(x))",
-        "norm after the sublayer": "normalise the sublayer's *input*, not its output: x + sublayer(norm(x))",
-        "normalised residual": "the residual path stays un-normalised: add x itself, "
-        "x + sublayer(norm(x)), not norm(x) + sublayer(norm(x))",
-        "no residual": "each sublayer needs its residual connection: x + sublayer(norm(x)), not "
-        "sublayer(norm(x))",
-        "no attention residual": "the attention sublayer lost its residual: h = x + attention(norm1(x))",
-        "no feed-forward residual": "the feed-forward sublayer lost its residual: "
-        "h + feed_forward(norm2(h)), h the attention sublayer's output",
-        "residual from the layer input": "each residual adds the input *of its own sublayer*: the "
-        "feed-forward's is h, the attention sublayer's output, not the layer's input x",
-        "mask ignored": "the padding mask is ignored: pass it to the attention, attention(h, mask=mask), so "
-        "that no token attends to <pad>",
-        "causal": "an encoder sees the whole source: build its MultiHeadAttention with causal=False",
-        "one norm for both": "each sublayer has its own LayerNorm (its own scale and shift): you used the "
-        "first one twice",
-        "feed-forward first": "self-attention comes first (tokens exchange information), then the "
-        "feed-forward (each token on its own)",
-    }
-    mistakes = [Mistake(hint, _layer_mistake(kind)) for kind, hint in hints.items()]
-    student = _run_student(student_cls)
-
-    def guarded(args, x, mask):
-        try:
-            return student(args, x, mask)
-        except UnfitError as unfit:  # built differently for these arguments
-            raise ValueError(f"with arguments {args}: {unfit}") from None
-
-    return run_check(title, guarded, _run_reference, cases, mistakes)
-
-
-def _dropout_in_eval(cls: type, case: Case) -> bool:
-    """True when the student's layer, in eval mode, gives two different outputs for one input."""
-    args, x, mask = case.args
-    try:
-        layer = _fitted(cls, args, x, mask)
-    except Exception:  # run_check reports the student's error in words
-        return False
-    return dropout_still_on(layer, x, mask)
-
-
 SHUFFLE_ANSWERS = ("unchanged", "permuted", "changed")
 
 #: Exercise 10.5's experiment: four target tokens, five memory vectors, this shuffle of each.
@@ -666,7 +368,7 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
         return Verdict(
             False,
             f"{FAIL} {title}: answer the third with a whole number from 0 to 24; "
-            f"got {_describe(orders_that_commute)}.",
+            f"got {describe(orders_that_commute)}.",
         )
     target, memory, commuting = _decoder_experiment()
     slots = (
@@ -704,28 +406,332 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
     )
 
 
-# ----------------------------------------------------------------------------- 10.6 a decoder layer
+# ----------------------------------------------------------------------------- 10.4 and 10.6: layers
 
-#: Exercise 10.6 builds ``MyDecoderLayer(dim, n_heads, hidden_dim, dropout)`` with these values first.
-DECODER_ARGS = (8, 2, 16, 0.1)
+#: Exercises 10.4 and 10.6 build ``MyEncoderLayer(dim, n_heads, hidden_dim, dropout)`` (and
+#: ``MyDecoderLayer``) with these values first.
+LAYER_ARGS = DECODER_ARGS = (8, 2, 16, 0.1)
 
 
-@functools.lru_cache(maxsize=4)
-def _reference_decoder(dim: int, n_heads: int, hidden_dim: int, dropout: float) -> DecoderLayer:
-    """attnlib's post-LN decoder layer in eval mode, each of its three norms with its own scale and
-    shift. Cached: every case and every typical mistake reads the same weights, and nothing writes them."""
-    with seeded(dim + n_heads + hidden_dim + 1):
-        layer = DecoderLayer(dim, n_heads, hidden_dim, dropout)
-    gen = torch.Generator().manual_seed(11 * dim + n_heads)
+@functools.lru_cache(maxsize=8)
+def _reference(decoder: bool, dim: int, n_heads: int, hidden_dim: int, dropout: float) -> nn.Module:
+    """attnlib's pre-LN encoder layer (or post-LN decoder layer) in eval mode, each norm with its
+    own non-trivial scale and shift (so that a norm in the wrong place, or one norm used twice,
+    shows in the output). Cached: every case and every typical mistake reads the same weights,
+    and nothing writes them."""
+    with seeded(dim + n_heads + hidden_dim + decoder):
+        if decoder:
+            layer = DecoderLayer(dim, n_heads, hidden_dim, dropout)
+        else:
+            layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
+    gen = torch.Generator().manual_seed((11 if decoder else 7) * dim + n_heads)
     with torch.no_grad():
-        for norm in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm):
+        for norm in _sublayers(layer)[2]:
             norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
             norm.beta.copy_(0.5 * torch.randn(dim, generator=gen))
     return layer.eval()
 
 
+def _sublayers(layer: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
+    """The layer's attnlib attentions, feed-forwards and norms (attnlib's or PyTorch's), in the
+    order they were registered."""
+    found = list(layer.modules())
+    return (
+        [m for m in found if isinstance(m, MultiHeadAttention)],
+        [m for m in found if isinstance(m, FeedForward)],
+        [m for m in found if isinstance(m, (LayerNorm, nn.LayerNorm))],
+    )
+
+
+def _unfit(layer: nn.Module, args: tuple, *, decoder: bool) -> str | None:
+    """What keeps the student's layer from taking the reference's weights, or None."""
+    dim, n_heads, hidden_dim, _ = args
+    attentions, ffns, norms = _sublayers(layer)
+    kind = "a decoder layer" if decoder else "an encoder layer"
+    if len(attentions) != 1 + decoder:
+        torch_mha = any(isinstance(m, nn.MultiheadAttention) for m in layer.modules())
+        other = " (nn.MultiheadAttention is PyTorch's, not attnlib's)" if torch_mha else ""
+        built = (
+            "two, each with its own weights: a causal self-attention and a cross-attention, "
+            if decoder
+            else "one self-attention, built as attnlib's EncoderLayer builds it: "
+        )
+        return (
+            f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; {kind} has {built}"
+            "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, "
+            f"causal={'...' if decoder else 'False'})."
+        )
+    if len(ffns) != 1:
+        return (
+            f"found {len(ffns)} attnlib FeedForward modules; {kind} has one: "
+            "blocks.FeedForward(dim, hidden_dim, dropout)."
+        )
+    if len(norms) != 2 + decoder:
+        how = (
+            "a post-LN decoder layer normalises after each of its three sublayers, each norm with its own "
+            "scale and shift: three blocks.LayerNorm(dim)"
+            if decoder
+            else "a pre-LN encoder layer normalises the input of each of its two sublayers, each norm with "
+            "its own scale and shift: two blocks.LayerNorm(dim) (the final LayerNorm of a pre-LN model "
+            "belongs to the stack, after its last layer, not to each layer)"
+        )
+        return f"found {len(norms)} LayerNorm modules; {how}."
+    (ffn,) = ffns
+    ffn_widths = f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
+    for attention in attentions:
+        if attention.num_heads != n_heads:
+            return (
+                f"the layer was built with n_heads={n_heads}, but {'a' if decoder else 'its'} "
+                f"MultiHeadAttention has num_heads={attention.num_heads}: its arguments are (d_in, d_out, "
+                "context_length, dropout, num_heads, qkv_bias=..., causal=...)."
+            )
+        if attention.W_query.bias is None:
+            which = "both MultiHeadAttention modules" if decoder else "the MultiHeadAttention"
+            return (
+                f"build {which} with qkv_bias=True, as attnlib's {'De' if decoder else 'En'}coderLayer does."
+            )
+        widths, square = f"{attention.d_in} -> {attention.d_out}", attention.d_in == attention.d_out == dim
+        if decoder and not square:
+            return f"each attention must map width dim={dim} to dim: one maps {widths}."
+        if not decoder and not (square and ffn.w1.weight.shape == (hidden_dim, dim)):
+            return (
+                f"the sublayers must map width dim={dim} to dim (the feed-forward through "
+                f"hidden_dim={hidden_dim}): your attention maps {widths}, your feed-forward {ffn_widths}."
+            )
+    if decoder and all(a.causal for a in attentions):
+        return (
+            "both attentions are causal; the cross-attention must be built with causal=False: its keys are "
+            "the source, known in full (and usually of another length than the target)."
+        )
+    if ffn.w1.weight.shape != (hidden_dim, dim):
+        return (
+            f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps {ffn_widths}."
+        )
+    for norm in norms:
+        weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
+        if weight is None or weight.shape != (dim,):
+            return f"each LayerNorm needs a learned scale and shift of width dim={dim}."
+    return None
+
+
+def _fit(layer: nn.Module, args: tuple, *inputs: Any, decoder: bool) -> None:
+    """Give the student's layer the reference's weights, by role whatever the names: the norms in
+    the order its forward first calls them; in a decoder, the attention that receives the memory
+    gets the cross-attention's (when neither or both do, the one called first is the self-attention)."""
+    attentions, (ffn,), norms = _sublayers(layer)
+    reference_attentions, (reference_ffn,), reference_norms = _sublayers(_reference(decoder, *args))
+    calls = first_calls(layer, [*attentions, *norms], *inputs)
+    if decoder:
+        memory = inputs[1]
+        takes_memory = [
+            a
+            for a in attentions
+            if any(mod is a and any(v is memory for v in (*ar, *kw.values())) for mod, ar, kw in calls)
+        ]
+        if len(takes_memory) == 1:
+            attentions = [a for a in attentions if a is not takes_memory[0]] + takes_memory
+        else:
+            attentions = in_call_order(calls, attentions)
+    mine = [*attentions, ffn, *in_call_order(calls, norms)]
+    for module, source in zip(mine, [*reference_attentions, reference_ffn, *reference_norms], strict=True):
+        if isinstance(module, nn.LayerNorm):
+            module.weight.copy_(source.gamma)
+            module.bias.copy_(source.beta)
+        else:
+            module.load_state_dict(source.state_dict())
+
+
+def _wired(x, sublayers, norms, *, style, order="012", norm="012", skip="hhh", read="hhh"):
+    """A layer of residual sublayers with the reference's weights, wired as ``style`` says: "pre"
+    ``h + f(norm(h))`` (pre-LN), "post" ``norm(h + f(h))`` (post-LN), "after" ``h + norm(f(h))``,
+    "both" ``norm(h) + f(norm(h))``. The typical slips turn the other knobs, one character per
+    sublayer: ``order`` which sublayer comes, ``norm`` which norm it uses, ``skip`` what its residual
+    adds (``h`` its input, ``x`` the layer's input, ``0`` nothing), ``read`` what it reads (h or x)."""
+    h = x
+    for i in range(len(sublayers)):
+        f, n = sublayers[int(order[i])], norms[int(norm[i])]
+        source, residual = (x if read[i] == "x" else h), {"h": h, "x": x, "0": 0}[skip[i]]
+        if style == "pre":
+            h = residual + f(n(source))
+        elif style == "post":
+            h = n(residual + f(source))
+        elif style == "after":
+            h = residual + n(f(source))
+        else:
+            h = n(source) + f(n(source))
+    return h
+
+
+def _encoder_variant(args, x, mask, *, attend="mask", style="pre", **wiring):
+    """What a pre-LN encoder layer with one typical slip returns, with the reference's weights."""
+    ref = _reference(False, *args)
+    masks = {"mask": mask, "none": None, "causal": combine_masks(mask, causal_mask(x.shape[1]))}
+    sublayers = [lambda h: ref.attention(h, mask=masks[attend]), ref.feed_forward]
+    return _wired(x, sublayers, [ref.attention_norm, ref.ffn_norm], style=style, **wiring)
+
+
+def _decoder_variant(
+    args,
+    x,
+    memory,
+    src_mask,
+    tgt_mask,
+    *,
+    causal=True,
+    tgt=True,
+    keys="memory",
+    src="src",
+    style="post",
+    **wiring,
+):
+    """What a post-LN decoder layer with one typical slip returns, with the reference's weights."""
+    ref = _reference(True, *args)
+
+    def self_attention(h):
+        attention = ref.self_attention
+        before, attention.causal = attention.causal, causal  # the slip of one built with causal=False
+        try:
+            return attention(h, mask=tgt_mask if tgt else None)
+        finally:
+            attention.causal = before
+
+    def cross_attention(h):
+        memory_keys = {"memory": memory, "normalised": ref.cross_attn_norm(memory), "itself": h}[keys]
+        return ref.cross_attention(h, memory_keys, {"src": src_mask, "tgt": tgt_mask, "none": None}[src])
+
+    sublayers = [self_attention, cross_attention, ref.feed_forward]
+    return _wired(
+        x, sublayers, [ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm], style=style, **wiring
+    )
+
+
+#: (hint, the knobs of _encoder_variant that make the slip), in the order they are tried.
+_ENCODER_SLIPS = [
+    (
+        "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN normalises the "
+        "sublayer's *input* and adds the raw x: x + sublayer(norm(x))",
+        {"style": "post"},
+    ),
+    ("normalise the sublayer's *input*, not its output: x + sublayer(norm(x))", {"style": "after"}),
+    (
+        "the residual path stays un-normalised: add x itself, x + sublayer(norm(x)), not norm(x) + "
+        "sublayer(norm(x))",
+        {"style": "both"},
+    ),
+    (
+        "each sublayer needs its residual connection: x + sublayer(norm(x)), not sublayer(norm(x))",
+        {"skip": "00"},
+    ),
+    ("the attention sublayer lost its residual: h = x + attention(norm1(x))", {"skip": "0h"}),
+    (
+        "the feed-forward sublayer lost its residual: h + feed_forward(norm2(h)), h the attention sublayer's "
+        "output",
+        {"skip": "h0"},
+    ),
+    (
+        "each residual adds the input *of its own sublayer*: the feed-forward's is h, the attention "
+        "sublayer's output, not the layer's input x",
+        {"skip": "hx"},
+    ),
+    (
+        "the padding mask is ignored: pass it to the attention, attention(h, mask=mask), so that no token "
+        "attends to <pad>",
+        {"attend": "none"},
+    ),
+    (
+        "an encoder sees the whole source: build its MultiHeadAttention with causal=False",
+        {"attend": "causal"},
+    ),
+    (
+        "each sublayer has its own LayerNorm (its own scale and shift): you used the first one twice",
+        {"norm": "00"},
+    ),
+    (
+        "self-attention comes first (tokens exchange information), then the feed-forward (each token on "
+        "its own)",
+        {"order": "10"},
+    ),
+]
+
+_TO_ITSELF = (
+    "the cross-attention's keys and values are the encoder's output: cross_attention(h, memory, src_mask); "
+    "you attended to the target again"
+)
+#: (hint, the knobs of _decoder_variant that make the slip), in the order they are tried.
+_DECODER_SLIPS = [
+    (
+        "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after each residual "
+        "addition: norm(x + sublayer(x))",
+        {"style": "pre"},
+    ),
+    (
+        "that is pre-LN (and it normalised the memory as well); the paper's layer is post-LN: "
+        "norm(x + sublayer(x)), and the memory goes into cross-attention as it is",
+        {"style": "pre", "keys": "normalised"},
+    ),
+    (
+        "without a mask the self-attention must still be causal: build it with causal=True, as attnlib's "
+        "DecoderLayer does, so that a position never sees a later one whatever tgt_mask says",
+        {"causal": False},
+    ),
+    (
+        "the self-attention ignores tgt_mask: pass it on, self_attention(x, mask=tgt_mask), so that no "
+        "position attends to target <pad>",
+        {"tgt": False},
+    ),
+    (
+        "masked self-attention comes first (the target reads itself so far), then cross-attention (it asks "
+        "the source), then the feed-forward",
+        {"order": "102"},
+    ),
+    (
+        "each sublayer needs its residual connection: norm(h + sublayer(h)), not norm(sublayer(h))",
+        {"skip": "000"},
+    ),
+    (
+        "add the residual *before* the norm: norm(h + sublayer(h)); you normalised the sublayer's output "
+        "and added h after it",
+        {"style": "after"},
+    ),
+    (
+        "each sublayer has its own LayerNorm (its own scale and shift): you used the first one three times",
+        {"norm": "000"},
+    ),
+    (
+        "the cross-attention ignores src_mask: pass it on, cross_attention(h, memory, src_mask), so that no "
+        "target position attends to source <pad>",
+        {"src": "none"},
+    ),
+    (_TO_ITSELF, {"keys": "itself", "src": "tgt"}),
+    (_TO_ITSELF, {"keys": "itself", "src": "none"}),
+    (
+        "the cross-attention's queries come from the self-attention sublayer's output h, not from the "
+        "layer's input x",
+        {"read": "hxh"},
+    ),
+    (
+        "each residual adds the input *of its own sublayer*: the cross-attention's is h, the self-attention "
+        "sublayer's output, not the layer's input x",
+        {"skip": "hxh"},
+    ),
+    (
+        "cross-attention comes second, right after the masked self-attention; the feed-forward is last",
+        {"order": "021"},
+    ),
+]
+
+
+def _encoder_case(name: str, args: tuple, lengths: list[int] | None, seed: int) -> Case:
+    """Sentences of these real lengths (random vectors at the padded positions too), or two
+    sentences of 5 tokens with ``mask=None``."""
+    gen = torch.Generator().manual_seed(seed)
+    t = max(lengths) if lengths else 5
+    x = torch.randn(len(lengths) if lengths else 2, t, args[0], generator=gen) * 2  # (B, T, D)
+    return Case(name, (args, x, length_mask(lengths, t) if lengths else None))  # mask (B, 1, 1, T)
+
+
 def _decoder_case(
-    name: str, args: tuple, src_len: list[int], tgt_len: list[int], seed: int, masks: str
+    name: str, src_len: list[int], tgt_len: list[int], seed: int, masks: str, args=DECODER_ARGS
 ) -> Case:
     """Targets and memories of the given real lengths (random vectors at padded slots too), with
     ``masks``: "none", "full" (source padding, target padding & causal) or "padding" (no causal part)."""
@@ -740,257 +746,84 @@ def _decoder_case(
     return Case(name, (args, x, memory, src_mask, tgt_mask))
 
 
-def _decoder_cases() -> list[Case]:
-    return [
-        _decoder_case(
-            "D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", DECODER_ARGS, [4], [3], 121, "none"
-        ),
-        _decoder_case(
-            "two pairs, both padded: src_mask and tgt_mask (padding & causal)",
-            DECODER_ARGS,
-            [5, 3],
-            [4, 2],
-            122,
-            "full",
-        ),
-        _decoder_case(
-            "D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)",
-            (12, 3, 24, 0.2),
-            [3, 6, 2],
-            [5, 5, 3],
-            123,
-            "padding",
-        ),
-        _decoder_case("masks=None, Ts=2, Tt=5", DECODER_ARGS, [2], [5], 124, "none"),
-    ]
+_LAYER_INIT = "(dim, n_heads, hidden_dim, dropout=0.1)"
 
 
-def _decoder_parts(layer: torch.nn.Module, args: tuple) -> tuple[list, FeedForward, list]:
-    """The student's two attentions, feed-forward and three norms, checked against what the weights need."""
-    dim, n_heads, hidden_dim, _ = args
-    found = list(layer.modules())
-    attentions = [m for m in found if isinstance(m, MultiHeadAttention)]
-    ffns = [m for m in found if isinstance(m, FeedForward)]
-    norms = [m for m in found if isinstance(m, (LayerNorm, torch.nn.LayerNorm))]
-    if len(attentions) != 2:
-        other = (
-            " (nn.MultiheadAttention is PyTorch's, not attnlib's)"
-            if any(isinstance(m, torch.nn.MultiheadAttention) for m in found)
-            else ""
-        )
-        raise UnfitError(
-            f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; a decoder layer has two, "
-            "each with its own weights: a causal self-attention and a cross-attention, "
-            "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, causal=...)"
-        )
-    if len(ffns) != 1:
-        raise UnfitError(
-            f"found {len(ffns)} attnlib FeedForward modules; a decoder layer has one: "
-            "blocks.FeedForward(dim, hidden_dim, dropout)"
-        )
-    if len(norms) != 3:
-        raise UnfitError(
-            f"found {len(norms)} LayerNorm modules; a post-LN decoder layer normalises after each of its "
-            "three sublayers, each norm with its own scale and shift: three blocks.LayerNorm(dim)"
-        )
-    for attention in attentions:
-        if attention.num_heads != n_heads:
-            raise UnfitError(
-                f"the layer was built with n_heads={n_heads}, but a MultiHeadAttention has "
-                f"num_heads={attention.num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
-                "num_heads, qkv_bias=..., causal=...)"
-            )
-        if attention.W_query.bias is None:
-            raise UnfitError(
-                "build both MultiHeadAttention modules with qkv_bias=True, as attnlib's DecoderLayer does"
-            )
-        if (attention.d_in, attention.d_out) != (dim, dim):
-            raise UnfitError(
-                f"each attention must map width dim={dim} to dim: one maps "
-                f"{attention.d_in} -> {attention.d_out}"
-            )
-    if all(a.causal for a in attentions):
-        raise UnfitError(
-            "both attentions are causal; the cross-attention must be built with causal=False: its keys "
-            "are the source, known in full (and usually of another length than the target)"
-        )
-    (ffn,) = ffns
-    if ffn.w1.weight.shape != (hidden_dim, dim):
-        raise UnfitError(
-            f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps "
-            f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
-        )
-    for norm in norms:
-        weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
-        if weight is None or weight.shape != (dim,):
-            raise UnfitError(f"each LayerNorm needs a learned scale and shift of width dim={dim}")
-    return attentions, ffn, norms
+@functools.cache
+def _encoder_exercise() -> ModuleExercise:
+    """Exercise 10.4's spec, built at its first check, not at import (which stays light)."""
+    return ModuleExercise(
+        title="Exercise 10.4 — a pre-LN encoder layer, whole",
+        check="encoder_layer",
+        example="MyEncoderLayer",
+        init=_LAYER_INIT,
+        forward="x, mask=None",
+        cases=[
+            _encoder_case("D=8, H=2, F=16: one sentence of 4 tokens, no padding", LAYER_ARGS, [4], seed=111),
+            _encoder_case(
+                "two sentences, the second padded (3 real tokens of 5)", LAYER_ARGS, [5, 3], seed=112
+            ),
+            _encoder_case(
+                "D=12, H=3, F=24: three sentences, two padded", (12, 3, 24, 0.2), [6, 2, 4], seed=113
+            ),
+            _encoder_case("mask=None: every token sees every token", LAYER_ARGS, None, seed=114),
+        ],
+        reference=lambda args, *inputs: _reference(False, *args)(*inputs),
+        unfit=functools.partial(_unfit, decoder=False),
+        fit=functools.partial(_fit, decoder=False),
+        mistakes=slips(_encoder_variant, _ENCODER_SLIPS),
+        rebuilds="attnlib's EncoderLayer",
+        eval_probe=1,
+    )
 
 
-def _first_calls(layer: torch.nn.Module, watched: list[torch.nn.Module], inputs: tuple) -> list[tuple]:
-    """``(module, args, kwargs)`` for each call of a watched module during ``layer(*inputs)``, in order."""
-    calls: list[tuple] = []
-    handles = [
-        m.register_forward_hook(lambda mod, a, kw, _out: calls.append((mod, a, kw)), with_kwargs=True)
-        for m in watched
-    ]
-    try:
-        with torch.no_grad():
-            layer(*inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return calls
+@functools.cache
+def _decoder_exercise() -> ModuleExercise:
+    """Exercise 10.6's spec, built at its first check, not at import (which stays light)."""
+    return ModuleExercise(
+        title="Exercise 10.6 — a decoder layer, whole",
+        check="decoder_layer",
+        example="MyDecoderLayer",
+        init=_LAYER_INIT,
+        forward="x, memory, src_mask=None, tgt_mask=None",
+        cases=[
+            _decoder_case("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", [4], [3], 121, "none"),
+            _decoder_case(
+                "two pairs, both padded: src_mask and tgt_mask (padding & causal)",
+                [5, 3],
+                [4, 2],
+                122,
+                "full",
+            ),
+            _decoder_case(
+                "D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)",
+                [3, 6, 2],
+                [5, 5, 3],
+                123,
+                "padding",
+                args=(12, 3, 24, 0.2),
+            ),
+            _decoder_case("masks=None, Ts=2, Tt=5", [2], [5], 124, "none"),
+        ],
+        reference=lambda args, *inputs: _reference(True, *args)(*inputs),
+        unfit=functools.partial(_unfit, decoder=True),
+        fit=functools.partial(_fit, decoder=True),
+        mistakes=slips(_decoder_variant, _DECODER_SLIPS),
+        rebuilds="attnlib's DecoderLayer",
+        eval_probe=1,
+    )
 
 
-def _in_order(calls: list[tuple], modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
-    order: list[torch.nn.Module] = []
-    for m in [c[0] for c in calls] + modules:
-        if any(m is o for o in modules) and not any(m is o for o in order):
-            order.append(m)
-    return order
+def encoder_layer(student_cls: Any) -> Verdict:
+    """Exercise 10.4: ``student_cls`` a pre-LN encoder layer class, built as
+    ``student_cls(dim, n_heads, hidden_dim, dropout)`` from attnlib's ``MultiHeadAttention``,
+    ``FeedForward`` and two ``LayerNorm`` s, called as ``layer(x, mask)``.
 
-
-def _fitted_decoder(cls: type, args: tuple, x, memory, src_mask, tgt_mask) -> torch.nn.Module:
-    """The student's decoder layer built with ``args``, holding the reference's weights, in eval mode.
-
-    The attention that receives ``memory`` gets the cross-attention's weights, the other one the
-    self-attention's; the norms get theirs in the order ``forward`` first calls them."""
-    with seeded(0):
-        layer = cls(*args)
-    attentions, ffn, norms = _decoder_parts(layer, args)
-    layer.eval()
-    calls = _first_calls(layer, [*attentions, *norms], (x, memory, src_mask, tgt_mask))
-    takes_memory = [
-        a
-        for a in attentions
-        if any(mod is a and any(v is memory for v in (*ar, *kw.values())) for mod, ar, kw in calls)
-    ]
-    if len(takes_memory) == 1:
-        cross = takes_memory[0]
-        self_attention = attentions[1] if cross is attentions[0] else attentions[0]
-    else:  # neither or both saw the memory: the first one called is the self-attention
-        self_attention, cross = _in_order(calls, attentions)
-    reference = _reference_decoder(*args)
-    with torch.no_grad():
-        self_attention.load_state_dict(reference.self_attention.state_dict())
-        cross.load_state_dict(reference.cross_attention.state_dict())
-        ffn.load_state_dict(reference.feed_forward.state_dict())
-        sources = (reference.self_attn_norm, reference.cross_attn_norm, reference.ffn_norm)
-        for norm, source in zip(_in_order(calls, norms), sources, strict=True):
-            if isinstance(norm, LayerNorm):
-                norm.load_state_dict(source.state_dict())
-            else:
-                norm.weight.copy_(source.gamma)
-                norm.bias.copy_(source.beta)
-    return layer
-
-
-@contextlib.contextmanager
-def _causal(attention: MultiHeadAttention, causal: bool):
-    """The reference's self-attention with its causal switch set to ``causal`` for a moment."""
-    before = attention.causal
-    attention.causal = causal
-    try:
-        yield attention
-    finally:
-        attention.causal = before
-
-
-def _decoder_mistake(kind: str) -> Callable[..., torch.Tensor]:
-    """What a post-LN decoder layer with one typical slip returns, with the reference's weights."""
-
-    def wrong(args, x, memory, src_mask, tgt_mask):
-        ref = _reference_decoder(*args)
-        n1, n2, n3, ff = ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm, ref.feed_forward
-
-        def sa(h, mask=tgt_mask, causal=True):
-            with _causal(ref.self_attention, causal) as attention:
-                return attention(h, mask=mask)
-
-        def ca(h, keys=memory, mask=src_mask):
-            return ref.cross_attention(h, keys, mask)
-
-        with torch.no_grad():
-            if kind == "pre-LN":
-                h = x + sa(n1(x))
-                h = h + ca(n2(h))
-                return h + ff(n3(h))
-            if kind == "pre-LN, memory normalised too":
-                h = x + sa(n1(x))
-                h = h + ca(n2(h), n2(memory))
-                return h + ff(n3(h))
-            if kind == "not causal":
-                h = n1(x + sa(x, causal=False))
-            elif kind == "tgt_mask ignored":
-                h = n1(x + sa(x, mask=None))
-            elif kind == "cross before self":
-                h = n1(x + ca(x))
-                h = n2(h + sa(h))
-                return n3(h + ff(h))
-            elif kind == "no residual":
-                h = n2(ca(n1(sa(x))))
-                return n3(ff(h))
-            elif kind == "norm then add":
-                h = n1(sa(x)) + x
-                h = n2(ca(h)) + h
-                return n3(ff(h)) + h
-            elif kind == "one norm for all":
-                h = n1(x + sa(x))
-                h = n1(h + ca(h))
-                return n1(h + ff(h))
-            else:
-                h = n1(x + sa(x))
-            if kind == "src_mask ignored":
-                h2 = n2(h + ca(h, mask=None))
-            elif kind == "cross-attention to itself":
-                h2 = n2(h + ca(h, keys=h, mask=tgt_mask))
-            elif kind == "cross-attention to itself, no mask":
-                h2 = n2(h + ca(h, keys=h, mask=None))
-            elif kind == "cross-attention from the layer input":
-                h2 = n2(h + ca(x))
-            elif kind == "residual from the layer input":
-                h2 = n2(x + ca(h))
-            elif kind == "feed-forward before cross-attention":
-                h2 = n2(h + ff(h))
-                return n3(h2 + ca(h2))
-            else:
-                h2 = n2(h + ca(h))
-            return n3(h2 + ff(h2))
-
-    return wrong
-
-
-_DECODER_HINTS = {
-    "pre-LN": "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after each "
-    "residual addition: norm(x + sublayer(x))",
-    "pre-LN, memory normalised too": "that is pre-LN (and it normalised the memory as well); the paper's "
-    "layer is post-LN: norm(x + sublayer(x)), and the memory goes into cross-attention as it is",
-    "not causal": "without a mask the self-attention must still be causal: build it with causal=True, as "
-    "attnlib's DecoderLayer does, so that a position never sees a later one whatever tgt_mask says",
-    "tgt_mask ignored": "the self-attention ignores tgt_mask: pass it on, self_attention(x, mask=tgt_mask), "
-    "so that no position attends to target <pad>",
-    "cross before self": "masked self-attention comes first (the target reads itself so far), then "
-    "cross-attention (it asks the source), then the feed-forward",
-    "no residual": "each sublayer needs its residual connection: norm(h + sublayer(h)), not "
-    "norm(sublayer(h))",
-    "norm then add": "add the residual *before* the norm: norm(h + sublayer(h)); you normalised the "
-    "sublayer's output and added h after it",
-    "one norm for all": "each sublayer has its own LayerNorm (its own scale and shift): you used the first "
-    "one three times",
-    "src_mask ignored": "the cross-attention ignores src_mask: pass it on, cross_attention(h, memory, "
-    "src_mask), so that no target position attends to source <pad>",
-    "cross-attention to itself": "the cross-attention's keys and values are the encoder's output: "
-    "cross_attention(h, memory, src_mask); you attended to the target again",
-    "cross-attention to itself, no mask": "the cross-attention's keys and values are the encoder's output: "
-    "cross_attention(h, memory, src_mask); you attended to the target again",
-    "cross-attention from the layer input": "the cross-attention's queries come from the self-attention "
-    "sublayer's output h, not from the layer's input x",
-    "residual from the layer input": "each residual adds the input *of its own sublayer*: the "
-    "cross-attention's is h, the self-attention sublayer's output, not the layer's input x",
-    "feed-forward before cross-attention": "cross-attention comes second, right after the masked "
-    "self-attention; the feed-forward is last",
-}
+    The check gives the student's sublayers the weights of an :class:`attnlib.blocks.EncoderLayer`
+    with ``norm_first=True`` (the norms in the order the student's forward uses them) and compares
+    the two in eval mode.
+    """
+    return check_module(_encoder_exercise(), student_cls)
 
 
 def decoder_layer(student_cls: Any) -> Verdict:
@@ -1002,30 +835,4 @@ def decoder_layer(student_cls: Any) -> Verdict:
     (the attention that receives the memory gets the cross-attention's, the norms theirs in the order
     the student's forward uses them) and compares the two in eval mode.
     """
-    title = "Exercise 10.6 — a decoder layer, whole"
-    layer = _built_layer(title, student_cls, "decoder_layer", DECODER_ARGS, "DecoderLayer", _decoder_parts)
-    if isinstance(layer, Verdict):
-        return layer
-    cases = _decoder_cases()
-    args, *inputs = cases[1].args
-    try:
-        fitted = _fitted_decoder(student_cls, args, *inputs)
-    except Exception:  # run_check reports the student's error in words
-        fitted = None
-    if fitted is not None and dropout_still_on(fitted, *inputs):
-        return Verdict(False, f"{FAIL} {title}: {DROPOUT_STILL_ON}")
-    mistakes = [Mistake(hint, _decoder_mistake(kind)) for kind, hint in _DECODER_HINTS.items()]
-
-    def student(args, x, memory, src_mask, tgt_mask):
-        try:
-            fitted = _fitted_decoder(student_cls, args, x, memory, src_mask, tgt_mask)
-        except UnfitError as unfit:  # built differently for these arguments
-            raise ValueError(f"with arguments {args}: {unfit}") from None
-        with torch.no_grad():
-            return fitted(x, memory, src_mask, tgt_mask)
-
-    def reference(args, x, memory, src_mask, tgt_mask):
-        with torch.no_grad():
-            return _reference_decoder(*args)(x, memory, src_mask, tgt_mask)
-
-    return run_check(title, student, reference, cases, mistakes)
+    return check_module(_decoder_exercise(), student_cls)

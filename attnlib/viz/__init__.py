@@ -1,5 +1,7 @@
 """attnlib.viz: every plot, diagram and explorer of the series, and the only matplotlib and ipywidgets.
 
+Every notebook, from 01 (dot-product attention) on, draws through it.
+
 The topic modules are named by the library module whose ideas they draw, where there is one
 (``viz.gpt`` for ``attnlib.gpt``, ``viz.masks`` for ``attnlib.masks`` and notebook 04's dropout
 explorer), else by the notebook's topic (``viz.sequences`` for notebook 06, ``viz.efficient`` for
@@ -41,12 +43,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "functional": ("attention_diagram", "query_explorer", "temperature_explorer"),
     "masks": ("dropout_explorer", "mask_explorer"),
     "multihead": ("head_explorer", "multihead_diagram"),
-    "sequences": ("TRACE_NAMES", "gate_explorer", "lstm_diagram", "lstm_trace"),
-    "seq2seq": ("copy_explorer", "plot_length_curves", "seq2seq_diagram", "translate"),
+    "sequences": ("gate_explorer", "lstm_diagram"),
+    "seq2seq": ("copy_explorer", "plot_length_curves", "seq2seq_diagram"),
     "attention_decoders": ("alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot_alignments"),
     "blocks": ("positional_encoding_explorer", "transformer_layer_diagram"),
     "transformer": ("cross_attention_explorer",),
-    "gpt": ("encode_prompt", "gpt_diagram", "sampling_explorer"),
+    "gpt": ("gpt_diagram", "sampling_explorer"),
     "efficient": ("receptive_field_explorer", "rope_score_figure", "tiling_diagram"),
     "vit": (
         "draw_image",

@@ -1,5 +1,7 @@
 """Where an attention decoder looks: one step drawn, and alignments plotted and explored.
 
+Drawn in notebooks 08 (Bahdanau attention) and 09 (Luong attention).
+
 The pictures of notebooks 08 and 09. Shapes: ``T`` generated tokens, ``Ts`` source tokens.
 """
 
@@ -9,14 +11,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from torch import nn
 
 from ..data import PairDataset, Vocab
+from ..seq2seq import translate
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer
 from .heatmaps import CMAP, plot_attention, replot_attention
-from .seq2seq import translate
+
+__all__ = ["alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot_alignments"]
 
 
 def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
@@ -175,8 +180,6 @@ def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, ex
         data: where the examples come from (its vocabularies are used).
         examples: how many of the first examples the slider offers.
     """
-    import ipywidgets as widgets
-
     translations: dict[tuple[str, str], tuple] = {}  # greedy decoding, once per model and source
     figure = None  # kept between redraws and updated in place while the map keeps its shape
 

@@ -1,6 +1,8 @@
 """A Transformer layer drawn, and sinusoidal positions explored: the pictures of notebook 10.
 
 Shapes: ``T`` positions, ``D`` encoding width.
+
+Drawn in notebook 10 (the Transformer's building blocks).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
@@ -15,6 +18,8 @@ from ..blocks import sinusoidal_encoding
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box, residual_add
 from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
+
+__all__ = ["positional_encoding_explorer", "transformer_layer_diagram"]
 
 
 def transformer_layer_diagram(*, norm_first: bool = False, ax: Any = None) -> Any:
@@ -98,8 +103,6 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
         max_len: positions ``T`` shown.
         dim: encoding width ``D``.
     """
-    import ipywidgets as widgets
-
     pe = sinusoidal_encoding(max_len, dim)  # (T, D)
     positions = torch.arange(max_len)
     turn = torch.linspace(0, 2 * math.pi, 200)

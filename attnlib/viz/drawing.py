@@ -2,6 +2,8 @@
 
 Shapes: none; coordinates are data units of one matplotlib ``Axes`` and a box is 0.6 high.
 The colours are viridis's, so every diagram reads in greyscale and for colour-blind readers.
+
+Used by the diagrams of notebooks 01 (dot-product attention) to 14 (attention in vision).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyBboxPatch
+
+__all__ = ["CONTEXT", "DECODER", "ENCODER", "QUERY", "WEIGHT", "arrow", "axes_or_new", "box", "residual_add"]
 
 ENCODER, DECODER, CONTEXT = "#31688e", "#35b779", "#440154"  # viridis: reads in greyscale too
 QUERY, WEIGHT = "#b5de2b", "#21918c"  # viridis, light and mid

@@ -1,12 +1,15 @@
 """Tiles, windows and rotations: the figures and the explorer of notebook 13 (efficient attention).
 
 Shapes: ``T`` positions, ``w`` window, ``L`` layers, ``Dh`` head width.
+
+Drawn in notebook 13 (attention made efficient).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
@@ -17,6 +20,8 @@ from ..rotary import apply_rotary
 from .drawing import axes_or_new
 from .explorers import explorer, kept_figure, retitle
 from .heatmaps import CMAP
+
+__all__ = ["receptive_field_explorer", "rope_score_figure", "tiling_diagram"]
 
 
 def tiling_diagram(
@@ -113,8 +118,6 @@ def receptive_field_explorer(max_len: int = 40):
     Args:
         max_len: sequence length ``T`` shown.
     """
-    import ipywidgets as widgets
-
     require_positive_int("max_len", max_len)
 
     kept: dict[str, Any] = {}  # the figure and the artists a redraw updates

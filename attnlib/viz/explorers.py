@@ -1,7 +1,10 @@
 """The machinery every explorer of the series shares: controls above a plot that redraws.
 
 Shapes: none. Each explorer returns an ``ipywidgets.VBox``; display it by leaving it as the
-last expression of a cell. ipywidgets is imported only when an explorer is made.
+last expression of a cell. This module imports ipywidgets; ``import attnlib.viz`` does not, until
+an explorer is asked for.
+
+Used by the explorers of notebooks 01 (dot-product attention) to 14 (attention in vision).
 """
 
 from __future__ import annotations
@@ -9,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from IPython.display import display
+
+__all__ = ["explorer", "kept_figure", "retitle"]
 
 
 def explorer(draw: Callable[..., Any], **controls: Any):
@@ -28,8 +35,6 @@ def explorer(draw: Callable[..., Any], **controls: Any):
     Returns:
         An ``ipywidgets.VBox``.
     """
-    import ipywidgets as widgets
-
     out = widgets.Output()
 
     def redraw(_change: object = None) -> None:
@@ -73,8 +78,6 @@ def retitle(figure: Any, suptitle: str) -> None:
 def _show(figure: Any) -> None:
     """Show a kept figure in the output being written: the PNG the inline backend's
     ``plt.show()`` makes of it (the same first view), without closing it."""
-    from IPython.display import display
-
     display(figure)
 
 

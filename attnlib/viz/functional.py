@@ -1,6 +1,8 @@
 """One query's attention, drawn and explored: the pictures of notebooks 01 and 02.
 
 Shapes: ``T`` tokens, ``D`` token width, ``Dk`` query/key width.
+
+Drawn in notebooks 01 (dot-product attention) and 02 (trainable weights).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
@@ -16,6 +19,8 @@ from ..functional import attention_scores
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure, retitle
 from .heatmaps import plot_bars, replot_attention, replot_bars
+
+__all__ = ["attention_diagram", "query_explorer", "temperature_explorer"]
 
 
 def attention_diagram(
@@ -101,8 +106,6 @@ def query_explorer(inputs: torch.Tensor, tokens: Sequence[str]):
         inputs: ``(T, D)`` token embeddings.
         tokens: ``T`` token strings.
     """
-    import ipywidgets as widgets
-
     figure = None  # kept between redraws and updated in place
 
     def draw(query: int) -> Any:
@@ -139,8 +142,6 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
     Args:
         queries: ``(T, Dk)``. keys: ``(T, Dk)``. tokens: ``T`` labels.
     """
-    import ipywidgets as widgets
-
     raw = attention_scores(queries, keys, scale=1.0).detach()  # (T, T)
     d_k = queries.shape[-1]
 

@@ -1,28 +1,27 @@
 """A GPT drawn, with its KV cache, and its sampling explored: the pictures of notebook 12.
 
 Shapes: ``T`` tokens, ``V`` vocabulary, ``L`` layers.
+
+Drawn in notebook 12 (a GPT with a KV cache).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
 
 from ..data import Vocab
-from ..gpt import GPT
+from ..gpt import GPT, encode_prompt
 from ..modes import evaluating
 from ..sampling import next_token_probs
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, box, residual_add
 from .explorers import explorer, kept_figure
 
-
-def encode_prompt(vocab: Vocab, prompt: str) -> torch.Tensor:
-    """``SOS`` and the prompt's characters as a ``(1, T)`` batch (unknown characters become UNK)."""
-    ids = [vocab.sos_id] + (vocab.encode(prompt) if prompt else [])
-    return torch.tensor([ids])  # (1, T)
+__all__ = ["gpt_diagram", "sampling_explorer"]
 
 
 def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tokens: int = 8, seed: int = 0):
@@ -42,8 +41,6 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
         max_new_tokens: the longest continuation shown.
         seed: seed of the sampled continuation.
     """
-    import ipywidgets as widgets
-
     labels = vocab.tokens(range(len(vocab)))
 
     logits_of: dict[str, torch.Tensor] = {}  # the model's next-token logits, once per prompt

@@ -1,6 +1,8 @@
 """Heatmaps and bars of attention weights: one call for one map, a row of heads, or a grid.
 
 Shapes: ``Tq``/``Tk`` query/key length, ``H`` heads, ``R``/``C`` rows/columns of a grid.
+
+Used from notebook 01 (dot-product attention) on: every attention map of the series.
 """
 
 from __future__ import annotations
@@ -10,8 +12,20 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from .drawing import axes_or_new
+from .explorers import kept_figure, retitle
+
+__all__ = [
+    "CMAP",
+    "MASK_COLOURS",
+    "MASK_LABELS",
+    "plot_attention",
+    "plot_bars",
+    "replot_attention",
+    "replot_bars",
+]
 
 CMAP = "viridis"  # perceptually uniform: reads in greyscale and for colour-blind readers
 #: A boolean mask's two colours, viridis's ends: dark = masked, light = may attend (apart in grey too).
@@ -89,8 +103,6 @@ def plot_attention(
             raise ValueError(f"expected {rows * cols} titles, got {len(flat)}")
         flat_titles = flat
     if is_mask:
-        from matplotlib.colors import BoundaryNorm, ListedColormap
-
         colour_kw: dict[str, Any] = {
             "cmap": ListedColormap(MASK_COLOURS),
             "norm": BoundaryNorm([-0.5, 0.5, 1.5], 2),
@@ -152,8 +164,6 @@ def replot_attention(figure: Any, weights: Any, x_labels: Sequence[str] | None =
     Returns:
         The matplotlib ``Figure``.
     """
-    from .explorers import kept_figure, retitle
-
     w = torch.as_tensor(weights).detach().float().cpu()
     if w.ndim != 2:
         raise ValueError(f"expected weights of shape (Tq, Tk), got {tuple(w.shape)}")

@@ -1,6 +1,8 @@
 """What masking and dropout take out of the attention weights: the explorers of notebooks 03 and 04.
 
 Shapes: ``T`` tokens; scores and weights are ``(T, T)``.
+
+Drawn in notebooks 03 (masking) and 04 (dropout on attention weights).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +19,8 @@ from ..masks import causal_mask, combine_masks
 from .explorers import explorer
 from .heatmaps import replot_attention
 
+__all__ = ["dropout_explorer", "mask_explorer"]
+
 
 def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
     """Toggle the causal mask and slide how many trailing tokens are padding.
@@ -23,8 +28,6 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
     Args:
         scores: ``(T, T)`` scores before softmax. tokens: ``T`` labels.
     """
-    import ipywidgets as widgets
-
     scores = scores.detach()
     t = scores.shape[-1]
 
@@ -58,8 +61,6 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
     Args:
         weights: ``(T, T)`` attention weights. tokens: ``T`` labels.
     """
-    import ipywidgets as widgets
-
     weights = weights.detach()
 
     figure = None  # kept between redraws and updated in place

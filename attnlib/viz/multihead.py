@@ -1,6 +1,8 @@
 """Multi-head attention drawn, and its heads stepped through: the pictures of notebook 05.
 
 Shapes: ``B`` batch, ``T`` tokens, ``D`` model width, ``H`` heads, ``Dh = D / H`` head width.
+
+Drawn in notebook 05 (multi-head attention).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
@@ -15,6 +18,8 @@ from matplotlib.patches import Rectangle
 from .drawing import DECODER, ENCODER, arrow, axes_or_new, box
 from .explorers import explorer
 from .heatmaps import replot_attention
+
+__all__ = ["head_explorer", "multihead_diagram"]
 
 
 def multihead_diagram(num_heads: int = 2, *, ax: Any = None) -> Any:
@@ -83,8 +88,6 @@ def head_explorer(weights: torch.Tensor, tokens: Sequence[str]):
         weights: ``(H, T, T)`` or ``(B, H, T, T)`` (first batch element shown).
         tokens: ``T`` labels.
     """
-    import ipywidgets as widgets
-
     w = weights.detach()
     w = w[0] if w.ndim == 4 else w  # (H, T, T)
 

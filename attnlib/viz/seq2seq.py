@@ -1,6 +1,8 @@
 """An encoder-decoder drawn, run on one string, and measured by length: notebooks 07 and 08.
 
 Shapes: ``T`` generated tokens, ``Ts`` source tokens, ``Tt`` target tokens.
+
+Drawn in notebooks 07 (sequence to sequence without attention) and 08 (Bahdanau attention).
 """
 
 from __future__ import annotations
@@ -8,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
-import torch
 from torch import nn
 
 from ..data import Vocab
+from ..seq2seq import translate
 from ..tasks import digit_pairs
 from .drawing import CONTEXT, DECODER, ENCODER, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure
+
+__all__ = ["copy_explorer", "plot_length_curves", "seq2seq_diagram"]
 
 
 def seq2seq_diagram(
@@ -87,25 +92,6 @@ def seq2seq_diagram(
     return ax
 
 
-@torch.no_grad()
-def translate(
-    model: nn.Module, text: str, src_vocab: Vocab, tgt_vocab: Vocab, max_len: int = 60
-) -> tuple[str, torch.Tensor | None, list[str], list[str]]:
-    """Greedy-decode one source string.
-
-    Returns:
-        ``(output, weights, src_labels, out_labels)``: the output string, the ``(T, Ts)``
-        attention weights (None without attention), and token labels for plotting.
-    """
-    src = torch.tensor([src_vocab.encode(text)])  # (1, Ts)
-    tokens, weights = model.greedy_decode(src, max_len)
-    ids = tokens[0].tolist()
-    length = ids.index(tgt_vocab.eos_id) + 1 if tgt_vocab.eos_id in ids else len(ids)
-    out_labels = tgt_vocab.tokens(ids[:length])
-    weights = None if weights is None else weights[0, :length]  # (T, Ts)
-    return tgt_vocab.decode(ids), weights, src_vocab.tokens(src[0]), out_labels
-
-
 def plot_length_curves(
     reports: Mapping[str, Mapping[str, Sequence]], *, metric: str = "token_accuracy", ax=None
 ):
@@ -132,8 +118,6 @@ def copy_explorer(model: nn.Module, vocab: Vocab, *, reverse: bool = False, max_
         reverse: the task reverses the string instead of copying it.
         max_len: longest string offered.
     """
-    import ipywidgets as widgets
-
     kept: dict[str, Any] = {}  # the figure and the artists a redraw updates, for one length
 
     def draw(length: int, seed: int) -> Any:

@@ -2,6 +2,8 @@
 
 Shapes: ``B`` batch, ``T`` steps, ``D`` input (embedding) width, ``H`` hidden size, ``V``
 vocabulary.
+
+Drawn in notebook 06 (sequence models).
 """
 
 from __future__ import annotations
@@ -9,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
 from ..data import Vocab
+from ..sequences import TRACE_NAMES, lstm_trace
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
+
+__all__ = ["gate_explorer", "lstm_diagram"]
 
 
 def lstm_diagram(tokens: Sequence[str] = ("<sos>", "3", "5", "7"), *, ax: Any = None) -> Any:
@@ -77,55 +83,6 @@ def lstm_diagram(tokens: Sequence[str] = ("<sos>", "3", "5", "7"), *, ax: Any = 
     return ax
 
 
-#: The quantities :func:`lstm_trace` returns, in PyTorch's gate order, then the two states.
-TRACE_NAMES = (
-    "input gate i",
-    "forget gate f",
-    "candidate g",
-    "output gate o",
-    "cell state c",
-    "hidden state h",
-)
-
-
-@torch.no_grad()
-def lstm_trace(lstm: nn.LSTM, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Run a one-layer, batch-first ``nn.LSTM`` step by step from zero states, keeping every gate.
-
-    The same equations as ``nn.LSTM`` (its documentation; the rows of ``weight_ih_l0`` are
-    the gates ``i, f, g, o`` stacked):
-    ``i, f, o = sigmoid(...)``, ``g = tanh(...)``, ``c_t = f * c_{t-1} + i * g``,
-    ``h_t = o * tanh(c_t)``.
-
-    Args:
-        lstm: ``nn.LSTM`` with ``num_layers=1``, ``batch_first=True``, one direction.
-        x: ``(B, T, D)`` inputs (e.g. embeddings).
-
-    Returns:
-        ``{name: (B, T, H)}`` for every name of :data:`TRACE_NAMES`.
-    """
-    if lstm.num_layers != 1 or lstm.bidirectional or not lstm.batch_first or lstm.proj_size:
-        raise ValueError("expected a one-layer, one-direction nn.LSTM with batch_first=True")
-    if x.ndim != 3 or x.shape[-1] != lstm.input_size:
-        raise ValueError(f"expected x of shape (B, T, D) with D={lstm.input_size}, got {tuple(x.shape)}")
-    b, t, _ = x.shape
-    h = x.new_zeros(b, lstm.hidden_size)  # (B, H)
-    c = x.new_zeros(b, lstm.hidden_size)
-    bias = 0.0
-    if lstm.bias:
-        bias = lstm.bias_ih_l0 + lstm.bias_hh_l0  # (4H,)
-    steps: dict[str, list[torch.Tensor]] = {name: [] for name in TRACE_NAMES}
-    for step in range(t):
-        z = x[:, step] @ lstm.weight_ih_l0.T + h @ lstm.weight_hh_l0.T + bias  # (B, D) @ (D, 4H) -> (B, 4H)
-        i, f, g, o = z.chunk(4, dim=1)  # 4 x (B, H), PyTorch's order
-        i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-        c = f * c + i * g
-        h = o * torch.tanh(c)
-        for name, value in zip(TRACE_NAMES, (i, f, g, o, c, h), strict=True):
-            steps[name].append(value)
-    return {name: torch.stack(values, dim=1) for name, values in steps.items()}  # (B, T, H)
-
-
 def _check_model(model: nn.Module) -> None:
     for part, kind in (("embedding", nn.Embedding), ("rnn", nn.LSTM), ("fc", nn.Linear)):
         if not isinstance(getattr(model, part, None), kind):
@@ -135,7 +92,7 @@ def _check_model(model: nn.Module) -> None:
 def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, max_temperature: float = 3.0):
     """Step through a sequence: the LSTM's gates and states, and the next-token distribution.
 
-    Left: one quantity of :data:`TRACE_NAMES` for every hidden unit (rows) and step
+    Left: one quantity of :data:`~attnlib.sequences.TRACE_NAMES` for every hidden unit (rows) and step
     (columns), the current step outlined. Right: the probabilities of the next token after the
     current step, ``softmax(logits / temperature)``, the true next token marked.
 
@@ -150,8 +107,6 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
     Returns:
         An ``ipywidgets.VBox``.
     """
-    import ipywidgets as widgets
-
     _check_model(model)
     if not sequences:
         raise ValueError("expected at least one sequence, got none")

@@ -1,6 +1,8 @@
 """A trained Transformer's cross-attention, explored: the explorer of notebook 11.
 
 Shapes: ``B`` examples, ``L`` layers, ``H`` heads, ``Tt``/``Ts`` target/source length.
+
+Drawn in notebook 11 (the Transformer).
 """
 
 from __future__ import annotations
@@ -8,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ipywidgets as widgets
 import torch
 
 from .explorers import explorer
 from .heatmaps import replot_attention
+
+__all__ = ["cross_attention_explorer"]
 
 
 def cross_attention_explorer(
@@ -24,8 +29,6 @@ def cross_attention_explorer(
         sources: per example, its source tokens (at most ``Ts``; padding is cut off).
         outputs: per example, its generated tokens (at most ``Tt``).
     """
-    import ipywidgets as widgets
-
     w = weights.detach()
     b, n_layers, n_heads = w.shape[:3]
     if len(sources) != b or len(outputs) != b:

@@ -2,14 +2,18 @@
 
 Shapes: ``Hi``/``Wi`` image side, ``P`` patch side, ``Gh``/``Gw`` patch grid, ``N`` patches,
 ``T = N + 1`` tokens (class token first), ``L`` layers, ``H`` heads, ``K`` classes.
+
+Drawn in notebook 14 (attention in vision).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
+from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 
 from ..modes import evaluating
@@ -18,6 +22,16 @@ from ..vit_probes import attention_rollout, occlude
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure, retitle
 from .heatmaps import CMAP
+
+__all__ = [
+    "draw_image",
+    "draw_patch_map",
+    "plot_class_attention",
+    "plot_position_similarity",
+    "token_labels",
+    "vit_diagram",
+    "vit_explorer",
+]
 
 
 def token_labels(num_patches: int) -> list[str]:
@@ -101,8 +115,6 @@ def draw_patch_map(
         ax.axhline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
         ax.axvline(k * p - 0.5, color="white", lw=0.6, alpha=0.7)
     if labels:
-        from matplotlib import patheffects
-
         outline = [patheffects.withStroke(linewidth=2.2, foreground="black")]
         for k in range(side * side):
             r, c = divmod(k, side)
@@ -346,8 +358,6 @@ def vit_explorer(
         labels: ``(B,)`` their true classes.
         background: the value an occluded patch gets.
     """
-    import ipywidgets as widgets
-
     if images.ndim != 4 or images.shape[1] != 1 or len(labels) != len(images):
         raise ValueError(
             f"expected images (B, 1, Hi, Wi) and labels (B,), "

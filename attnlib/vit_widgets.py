@@ -1,5 +1,0 @@
-"""Deprecated alias: moved to attnlib.viz.vit in 0.2.0; removed in 0.3.0."""
-
-from ._deprecated import moved
-
-__getattr__, __dir__ = moved(__name__, "attnlib.viz.vit")
