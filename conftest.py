@@ -39,10 +39,10 @@ TRAINS = re.compile(
 # Unit-test modules that take long (seconds on the development machine), started early when
 # the unit tests and the notebooks run in one session, so that no long one is left for last.
 LONG_UNIT_MODULES = {
-    "tests/test_browser.py": 110.0,
-    "tests/test_jupyterlab.py": 33.0,
-    "tests/test_viz.py": 30.0,
-    "tests/test_student_edition.py": 22.0,
+    "tests/tools/test_browser.py": 110.0,
+    "tests/series/test_jupyterlab.py": 33.0,
+    "tests/viz/test_plots.py": 30.0,
+    "tests/tools/test_student_edition.py": 22.0,
 }
 SHARES = re.compile(r"\btrain_or_load\(")
 _seconds: dict[str, float] = defaultdict(float)

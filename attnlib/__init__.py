@@ -6,8 +6,9 @@ exactly as in ``torch.nn.functional.scaled_dot_product_attention``. Everything t
 ``attnlib.check``; ``import attnlib`` loads neither matplotlib nor ipywidgets.
 Trained models are memoised by :func:`attnlib.train_or_load`; "cache" means the KV cache.
 
-Notebooks 01 (dot-product attention) to 05 (multi-head attention) use its names as
-``attnlib.<name>``; every notebook calls :func:`attnlib.reproducible` first.
+A notebook imports the names it teaches from their module (notebook 03 (masking):
+``from attnlib.masks import causal_mask``) and uses names taught earlier as ``attnlib.<name>``,
+so each of those is exported here; every notebook calls :func:`attnlib.reproducible` first.
 """
 
 from .attention_decoders import DecoderWithAttention, LuongDecoder
@@ -22,7 +23,7 @@ from .blocks import (
 )
 from .claims import claim
 from .data import PairDataset, Vocab
-from .evaluation import accuracy_by_length, evaluate
+from .evaluation import accuracy_by_length, count_parameters, evaluate
 from .fast_path import fast_attention
 from .functional import attention_scores, fused_attention, masked_softmax, scaled_dot_product_attention
 from .fused_qkv import Attention, FusedQKVAttention
@@ -53,12 +54,12 @@ from .rotary import apply_rotary, rotary_angles
 from .sampling import next_token_probs, sample_next, top_k_logits, top_p_logits
 from .scorers import AdditiveAttention, AttentionGeneral, AttentionParams, AttentionSimple, DotAttention
 from .self_attention import CausalAttention, SelfAttention, SelfAttentionV1
-from .seq2seq import Decoder, Encoder, Seq2Seq
-from .tasks import date_datasets, digit_datasets
+from .seq2seq import Decoder, Encoder, Seq2Seq, translate
+from .tasks import date_datasets, digit_datasets, digit_pairs, digit_vocab
 from .tiled import online_softmax, tiled_attention
 from .torch_reference import to_torch_transformer
 from .trained import train_or_load
-from .training import Seq2SeqModel, train
+from .training import Seq2SeqModel, sequence_loss, train
 from .transformer import Transformer
 from .vit import PatchEmbed, VisionTransformer, patchify
 from .vit_probes import attention_rollout, occlude
@@ -108,8 +109,11 @@ __all__ = [
     "causal_mask",
     "claim",
     "combine_masks",
+    "count_parameters",
     "date_datasets",
     "digit_datasets",
+    "digit_pairs",
+    "digit_vocab",
     "evaluate",
     "evaluating",
     "fast_attention",
@@ -131,6 +135,7 @@ __all__ = [
     "rotary_angles",
     "sample_next",
     "scaled_dot_product_attention",
+    "sequence_loss",
     "sinusoidal_encoding",
     "sliding_window_mask",
     "split_heads",
@@ -141,4 +146,5 @@ __all__ = [
     "top_p_logits",
     "train",
     "train_or_load",
+    "translate",
 ]

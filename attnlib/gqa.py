@@ -6,7 +6,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``Din`` input width, ``D`` model width, ``H``
 Taught in notebook 13 (attention made efficient).
 
 :class:`GroupedQueryAttention` with ``G = H`` equals :class:`attnlib.MultiHeadAttention` (same
-seed, same weights, same function; ``tests/test_efficient.py``), and it adds the two tricks of
+seed, same weights, same function; ``tests/lib/test_efficient.py``), and it adds the two tricks of
 notebook 13: a causal sliding window (:func:`attnlib.masks.sliding_window_mask`) and rotary
 positions (:func:`attnlib.rotary.apply_rotary`). Masks are boolean, True = may attend.
 """

@@ -6,7 +6,7 @@ value width, ``bq``/``bk`` the rows and columns of one tile.
 Taught in notebook 13 (attention made efficient).
 
 Each function computes exactly what attnlib's reference computes and is checked against it
-(``tests/test_efficient.py``): :func:`online_softmax` equals ``torch.softmax`` and
+(``tests/lib/test_efficient.py``): :func:`online_softmax` equals ``torch.softmax`` and
 :func:`tiled_attention` equals :func:`attnlib.functional.scaled_dot_product_attention` (masks
 included). Masks are boolean, True = may attend.
 """

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+# The checks' shared assertions (tests/check/verdicts.py) show the values they compared, as a test does.
+pytest.register_assert_rewrite("tests.check.verdicts")
+
 TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 
 

@@ -12,7 +12,10 @@ written here once:
    fixed seed inside :func:`seeded` (the student's global seed never moves), an exception turned
    into a verdict by :func:`raised`; a ``forward`` that takes the check's call.
 2. Fit: the exercise says what keeps a built module from taking the reference's weights
-   (``unfit``), and how they go in (``fit``, helped by :func:`load_by_name`, :func:`first_calls`).
+   (``unfit``, helped by :func:`sublayers`, :func:`parameter_shapes`, :func:`parameters_problem`),
+   and how they go in (``fit``): by parameter name (:func:`load_by_name`), or by role whatever the
+   student named the sublayers (:func:`sublayers`, :func:`first_calls`, :func:`in_call_order`,
+   :func:`received`, :func:`copy_weights`).
 3. The dropout probe in eval mode: two calls on the same input must agree.
 4. :func:`run_check` (or :func:`run_check_parts` for a forward with several results) on the cases,
    the student's module holding the reference's weights, the typical slips as mistakes.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -35,12 +39,16 @@ from ._core import FAIL, PASS, Case, Mistake, Verdict, describe, raised, run_che
 __all__ = [
     "ModuleExercise",
     "check_module",
+    "copy_weights",
     "dropout_still_on",
     "first_calls",
     "in_call_order",
     "load_by_name",
     "outputs_differ",
+    "parameter_shapes",
     "parameters_problem",
+    "received",
+    "sublayers",
 ]
 
 #: Every student module is built under BUILD_SEED (its weights are then replaced by the reference's)
@@ -118,7 +126,7 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
         with seeded(BUILD_SEED):
             module = _construct(cls, config)
         module.eval()
-        with torch.no_grad():
+        with torch.no_grad(), seeded(CALL_SEED):  # fit may run the module (dropout left on draws)
             spec.fit(module, config, *inputs)
         return module
 
@@ -249,15 +257,27 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
 # ----------------------------------------------------------------------------- fitting the weights
 
 
+def parameter_shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` of ``module``'s parameters, in the order they were registered."""
+    return {name: tuple(p.shape) for name, p in module.named_parameters()}
+
+
 def parameters_problem(
-    config: dict, module: nn.Module, expected: Mapping[str, tuple[int, ...]], whose: str, hint: str
+    config: dict,
+    module: nn.Module,
+    expected: Mapping[str, tuple[int, ...]],
+    whose: str,
+    hint: str | Callable[[set[str], set[str]], str],
 ) -> str | None:
     """For ``unfit``: what differs between the names and shapes of ``module``'s parameters and
     ``expected``, or None. ``whose`` ends the first line ("differ from attnlib.X's"); ``hint``
-    ends the message."""
-    theirs = {name: tuple(p.shape) for name, p in module.named_parameters()}
+    ends the message: a text, or ``hint(missing, extra)`` of the names expected but not found,
+    and found but not expected (both empty when only shapes differ)."""
+    theirs = parameter_shapes(module)
     if theirs == dict(expected):
         return None
+    if callable(hint):
+        hint = hint(expected.keys() - theirs.keys(), theirs.keys() - expected.keys())
 
     def listed(shapes: Mapping[str, tuple[int, ...]]) -> str:
         return ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "none"
@@ -267,6 +287,13 @@ def parameters_problem(
         f"with ({call}) your module's parameters {whose}.\n   expected: {listed(expected)}\n"
         f"   yours:    {listed(theirs)}\n   hint: {hint}"
     )
+
+
+def sublayers(module: nn.Module, *kinds: type | tuple[type, ...]) -> list[list[nn.Module]]:
+    """For ``unfit`` and ``fit``: ``module``'s submodules of each kind (a class or a tuple of classes),
+    each list in the order they were registered; one registered twice is there once."""
+    found = list(module.modules())
+    return [[m for m in found if isinstance(m, kind)] for kind in kinds]
 
 
 def load_by_name(module: nn.Module, tensors: Mapping[str, torch.Tensor]) -> None:
@@ -301,6 +328,33 @@ def in_call_order(calls: Sequence[tuple], modules: Sequence[nn.Module]) -> list[
         if any(m is o for o in modules) and not any(m is o for o in order):
             order.append(m)
     return order
+
+
+def received(calls: Sequence[tuple], module: nn.Module, value: Any) -> bool:
+    """True when one of ``module``'s :func:`first_calls` got ``value`` itself as an argument (a decoder
+    layer's cross-attention is the attention that receives the memory)."""
+    return any(
+        m is module and any(v is value for v in (*args, *kwargs.values())) for m, args, kwargs in calls
+    )
+
+
+def copy_weights(
+    targets: Sequence[nn.Module], sources: Sequence[nn.Module], renamed: Mapping[str, str] | None = None
+) -> None:
+    """For ``fit``: give each module of ``targets`` the weights of the module of ``sources`` in the
+    same place (``unfit`` checked that they fit).
+
+    A target of the source's class takes its whole state; one of another class (nn.LayerNorm where
+    the reference has attnlib's) takes each parameter by name, ``renamed`` mapping a source's name to
+    the target's (``{"gamma": "weight"}``).
+    """
+    with torch.no_grad():
+        for target, source in zip(targets, sources, strict=True):
+            if isinstance(target, type(source)):
+                target.load_state_dict(source.state_dict())
+                continue
+            for name, value in source.named_parameters():
+                attrgetter((renamed or {}).get(name, name))(target).copy_(value)
 
 
 # ----------------------------------------------------------------------------- the dropout probes

@@ -7,7 +7,7 @@ concatenated, eq. 7), ``n'`` the alignment model's hidden width.
 
 The references are attnlib's own code where attnlib has it (``AttentionParams.score``,
 ``DecoderWithAttention``); the paper's alignment model with separate ``W_a`` and ``U_a`` and
-annotations of width ``2n`` is written here, and tests/test_checks_bahdanau_attention.py proves it
+annotations of width ``2n`` is written here, and tests/check/test_bahdanau_attention.py proves it
 agrees with ``AttentionParams`` where the widths let both apply. The module exercise (8.2) declares
 its spec here and runs on the engine of :mod:`attnlib.check._modules`. Inputs come from local
 ``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
@@ -319,24 +319,23 @@ def _reference_module(cfg, query, keys, mask, params):
 
 
 def _unfit(module: nn.Module, cfg: dict) -> str | None:
-    expected = _expected_shapes(cfg)
-    theirs = {name: tuple(p.shape) for name, p in module.named_parameters()}
-    if theirs.keys() == expected.keys():
-        hint = (
-            "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
-            "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
-        )
-    elif any(n.endswith(".bias") for n in theirs):
-        hint = (
-            "no biases here: this exercise leaves them out, as the paper's equations do: "
-            "nn.Linear(..., bias=False)"
-        )
-    else:
-        hint = (
+    def hint(missing: set[str], extra: set[str]) -> str:
+        if not missing and not extra:
+            return (
+                "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
+                "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
+            )
+        if any(n.endswith(".bias") for n in extra):
+            return (
+                "no biases here: this exercise leaves them out, as the paper's equations do: "
+                "nn.Linear(..., bias=False)"
+            )
+        return (
             "the check copies its weights into yours, so it needs these names: self.W_a, "
             "self.U_a and self.v_a, each an nn.Linear(..., bias=False)"
         )
-    return parameters_problem(cfg, module, expected, "are not the expected ones", hint)
+
+    return parameters_problem(cfg, module, _expected_shapes(cfg), "are not the expected ones", hint)
 
 
 def _slip(index: int, **knobs: object) -> Callable[..., torch.Tensor]:

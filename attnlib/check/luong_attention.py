@@ -6,7 +6,7 @@ Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, 
 The references are attnlib's own code: ``AttentionGeneral.score``, ``LuongDecoder`` and
 :func:`attnlib.local_attention.make_attention`. Local-m's window weighting, which ``LocalAttention.attend``
 computes inline rather than as a function, is written here from attnlib's pieces;
-tests/test_checks_luong_attention.py proves it agrees with the code that inlines it. attnlib
+tests/check/test_luong_attention.py proves it agrees with the code that inlines it. attnlib
 has no location-based score (Luong et al., 2015, eq. 8): its reference is written here, from
 ``masked_softmax``. Inputs come from local ``torch.Generator`` s and modules are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.

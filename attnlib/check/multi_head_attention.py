@@ -35,7 +35,7 @@ from ._core import (
     slips,
     whole_number,
 )
-from ._modules import ModuleExercise, check_module, load_by_name, parameters_problem
+from ._modules import ModuleExercise, check_module, load_by_name, parameter_shapes, parameters_problem
 
 __all__ = ["fuse_heads", "head_qkv_rows", "head_score_matrices", "mha_parameters", "multihead_module"]
 
@@ -427,26 +427,28 @@ _MODULE_SLIPS = [
 
 def _unfit(module: nn.Module, cfg: dict) -> str | None:
     """What differs from attnlib.MultiHeadAttention's parameters, or None when names and shapes match."""
-    expected = {name: tuple(p.shape) for name, p in _reference_module(cfg).named_parameters()}
-    theirs = {name: tuple(p.shape) for name, p in module.named_parameters()}
-    missing, extra = expected.keys() - theirs.keys(), theirs.keys() - expected.keys()
-    if "out_proj.weight" in missing and not extra:
-        hint = "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
-    elif missing == {"out_proj.bias"}:
-        hint = "out_proj keeps nn.Linear's default bias=True; only W_query, W_key, W_value follow qkv_bias"
-    elif {m.split(".")[1] for m in missing | extra} == {"bias"}:
-        hint = f"qkv_bias={cfg['qkv_bias']}: give W_query, W_key and W_value bias=qkv_bias"
-    elif missing or extra:
-        hint = (
-            "the check copies attnlib's weights into yours, so it needs these names: self.W_query, "
-            "self.W_key, self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and "
-            "self.out_proj = nn.Linear(d_out, d_out)"
-        )
-    else:
-        hint = (
+
+    def hint(missing: set[str], extra: set[str]) -> str:
+        if "out_proj.weight" in missing and not extra:
+            return "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
+        if missing == {"out_proj.bias"}:
+            return (
+                "out_proj keeps nn.Linear's default bias=True; only W_query, W_key, W_value follow qkv_bias"
+            )
+        if {m.split(".")[1] for m in missing | extra} == {"bias"}:
+            return f"qkv_bias={cfg['qkv_bias']}: give W_query, W_key and W_value bias=qkv_bias"
+        if missing or extra:
+            return (
+                "the check copies attnlib's weights into yours, so it needs these names: self.W_query, "
+                "self.W_key, self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and "
+                "self.out_proj = nn.Linear(d_out, d_out)"
+            )
+        return (
             "W_query, W_key and W_value each map d_in to all d_out features (every head at once); "
             "the heads are cut out of their outputs in forward"
         )
+
+    expected = parameter_shapes(_reference_module(cfg))
     return parameters_problem(cfg, module, expected, "differ from attnlib.MultiHeadAttention's", hint)
 
 

@@ -6,7 +6,7 @@ The references are attnlib's own code: ``Transformer.attention_weights``,
 ``Transformer.greedy_decode`` and ``Transformer.beam_search``; for label smoothing, PyTorch's
 ``F.cross_entropy(..., label_smoothing=eps, ignore_index=pad_id)``. One step of beam search is inlined
 in :func:`attnlib.decoding.beam_search` rather than a function, so :func:`_reference_beam_step`
-repeats those three lines; tests/test_checks_transformer.py checks it against an exhaustive search.
+repeats those three lines; tests/check/test_transformer.py checks it against an exhaustive search.
 Inputs come from local ``torch.Generator`` s and models are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 """

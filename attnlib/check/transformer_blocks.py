@@ -9,7 +9,9 @@ matrix of the sinusoidal encoding (tests check it against the table),
 untrained :class:`attnlib.blocks.DecoderLayer` for the shuffle prediction, and
 :class:`attnlib.blocks.EncoderLayer` (pre-LN) and :class:`attnlib.blocks.DecoderLayer` (post-LN),
 whose weights the student's layers receive: the two module exercises (10.4, 10.6) declare their
-specs here and run on the engine of :mod:`attnlib.check._modules`. Inputs come from local
+specs here (what a layer must hold, its typical slips as a reference rewired by knobs) and run on
+the engine of :mod:`attnlib.check._modules`, which also finds the student's sublayers and gives
+them the reference's weights by role. Inputs come from local
 ``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
 never moves the global seed.
 """
@@ -51,7 +53,15 @@ from ._core import (
     slips,
     whole_number,
 )
-from ._modules import ModuleExercise, check_module, first_calls, in_call_order
+from ._modules import (
+    ModuleExercise,
+    check_module,
+    copy_weights,
+    first_calls,
+    in_call_order,
+    received,
+    sublayers,
+)
 
 __all__ = [
     "cross_attention_mask",
@@ -110,29 +120,27 @@ def shift_matrix(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
         "that is R_k of the section above, for the table whose pairs sit side by side (2i, 2i+1). "
         "Here the sines come first: pair i is column i and column D/2 + i"
     )
-    mistakes = [
-        Mistake(paired, lambda k, d: _shift(k, d, paired=True)),
-        Mistake(back, lambda k, d: _shift(k, d, sign=-1.0)),  # before the next: the same for D=2
-        Mistake(paired, lambda k, d: _shift(k, d, paired=True, sign=-1.0)),
-        Mistake(
+    table = [  # (hint, the knobs of _shift that make the slip), in the order they are tried
+        (paired, {"paired": True}),
+        (back, {"sign": -1.0}),  # before the next: the same for D=2
+        (paired, {"paired": True, "sign": -1.0}),
+        (
             "each pair turns at its own speed w_i = 1 / 10000^(2i/D): the same angle for every pair "
             "fits only pair 0",
-            lambda k, d: _shift(k, d, unit_speed=True),
+            {"unit_speed": True},
         ),
-        Mistake(
-            "that matrix moves one position: k positions turn pair i by the angle k w_i",
-            lambda k, d: _shift(k, d, one_step=True),
-        ),
-        Mistake(
+        ("that matrix moves one position: k positions turn pair i by the angle k w_i", {"one_step": True}),
+        (
             "w_i = 1 / 10000^(2i/D): with torch.arange(D // 2) multiply by 2 (torch.arange(0, D, 2) "
             "already holds 2i)",
-            lambda k, d: _shift(k, d, pair_exponent=1.0),
+            {"pair_exponent": 1.0},
         ),
-        Mistake(
+        (
             "w_i = 1 / 10000^(2i/D): torch.arange(0, D, 2) already holds 2i, do not double it",
-            lambda k, d: _shift(k, d, pair_exponent=4.0),
+            {"pair_exponent": 4.0},
         ),
     ]
+    mistakes = slips(_shift, table)
     return run_check("Exercise 10.1 — k positions later is a matrix", student_fn, _shift, cases, mistakes)
 
 
@@ -153,6 +161,8 @@ def _rms(
     total=False,
     scaled=True,
 ):
+    """RMSNorm with knobs for the typical slips (all at their default give the right one); ``dims``
+    the axes the mean is over (None: all of them)."""
     mean = x.mean(dim=dims, keepdim=True)
     centred_x = x - mean
     square = (centred_x if centred else x) ** 2
@@ -213,6 +223,8 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
         (wrong_dim, {"dims": (0,)}),
         (wrong_dim, {"dims": (-2,)}),
+        (wrong_dim, {"dims": None}),
+        ("multiply by the learned gain at the end: gain * x / RMS", {"scaled": False}),
     ]
     mistakes = [
         *slips(_rms, first),
@@ -222,8 +234,6 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda x, gain, eps: gain * x / torch.sqrt(x.var(dim=-1, keepdim=True) + eps),
         ),
         *slips(_rms, then),
-        Mistake(wrong_dim, lambda x, g, eps: _rms(x, g, eps, dims=tuple(range(x.ndim)))),
-        Mistake("multiply by the learned gain at the end: gain * x / RMS", lambda *a: _rms(*a, scaled=False)),
     ]
     return run_check("Exercise 10.2 — RMSNorm", student_fn, _reference_rms_norm, cases, mistakes)
 
@@ -233,10 +243,6 @@ def _reference_cross_mask(src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> 
     # one row per target query.
     src_mask = padding_mask(src, pad_id)  # (B, 1, 1, Ts)
     return src_mask.expand(src.shape[0], 1, tgt.shape[1], src.shape[1])  # (B, 1, Tt, Ts)
-
-
-def _real_source_keys(src, tgt, pad_id):
-    return padding_mask(src, pad_id)  # (B, 1, 1, Ts): True for real source tokens
 
 
 def cross_attention_mask(student_fn: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> Verdict:
@@ -274,7 +280,7 @@ def cross_attention_mask(student_fn: Callable[[torch.Tensor, torch.Tensor, int],
         Mistake(
             "that mask broadcasts, but the exercise asks for the full grid, one row per target "
             "position: (B, 1, Tt, Ts), e.g. with .expand(-1, -1, Tt, -1)",
-            _real_source_keys,
+            lambda s, t, p: padding_mask(s, p),  # (B, 1, 1, Ts): True for real source tokens
         ),
         Mistake(
             "cross-attention is not causal: the source is known in full, so every target position may "
@@ -411,6 +417,8 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
 #: Exercises 10.4 and 10.6 build ``MyEncoderLayer(dim, n_heads, hidden_dim, dropout)`` (and
 #: ``MyDecoderLayer``) with these values first.
 LAYER_ARGS = DECODER_ARGS = (8, 2, 16, 0.1)
+#: A layer's sublayers by kind: attnlib's attentions, its feed-forwards, the norms (attnlib's or PyTorch's).
+_KINDS = (MultiHeadAttention, FeedForward, (LayerNorm, nn.LayerNorm))
 
 
 @functools.lru_cache(maxsize=8)
@@ -426,27 +434,16 @@ def _reference(decoder: bool, dim: int, n_heads: int, hidden_dim: int, dropout: 
             layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
     gen = torch.Generator().manual_seed((11 if decoder else 7) * dim + n_heads)
     with torch.no_grad():
-        for norm in _sublayers(layer)[2]:
+        for norm in sublayers(layer, LayerNorm)[0]:
             norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
             norm.beta.copy_(0.5 * torch.randn(dim, generator=gen))
     return layer.eval()
 
 
-def _sublayers(layer: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
-    """The layer's attnlib attentions, feed-forwards and norms (attnlib's or PyTorch's), in the
-    order they were registered."""
-    found = list(layer.modules())
-    return (
-        [m for m in found if isinstance(m, MultiHeadAttention)],
-        [m for m in found if isinstance(m, FeedForward)],
-        [m for m in found if isinstance(m, (LayerNorm, nn.LayerNorm))],
-    )
-
-
 def _unfit(layer: nn.Module, args: tuple, *, decoder: bool) -> str | None:
     """What keeps the student's layer from taking the reference's weights, or None."""
     dim, n_heads, hidden_dim, _ = args
-    attentions, ffns, norms = _sublayers(layer)
+    attentions, ffns, norms = sublayers(layer, *_KINDS)
     kind = "a decoder layer" if decoder else "an encoder layer"
     if len(attentions) != 1 + decoder:
         torch_mha = any(isinstance(m, nn.MultiheadAttention) for m in layer.modules())
@@ -518,38 +515,26 @@ def _fit(layer: nn.Module, args: tuple, *inputs: Any, decoder: bool) -> None:
     """Give the student's layer the reference's weights, by role whatever the names: the norms in
     the order its forward first calls them; in a decoder, the attention that receives the memory
     gets the cross-attention's (when neither or both do, the one called first is the self-attention)."""
-    attentions, (ffn,), norms = _sublayers(layer)
-    reference_attentions, (reference_ffn,), reference_norms = _sublayers(_reference(decoder, *args))
+    attentions, ffns, norms = sublayers(layer, *_KINDS)
     calls = first_calls(layer, [*attentions, *norms], *inputs)
-    if decoder:
-        memory = inputs[1]
-        takes_memory = [
-            a
-            for a in attentions
-            if any(mod is a and any(v is memory for v in (*ar, *kw.values())) for mod, ar, kw in calls)
-        ]
-        if len(takes_memory) == 1:
-            attentions = [a for a in attentions if a is not takes_memory[0]] + takes_memory
-        else:
-            attentions = in_call_order(calls, attentions)
-    mine = [*attentions, ffn, *in_call_order(calls, norms)]
-    for module, source in zip(mine, [*reference_attentions, reference_ffn, *reference_norms], strict=True):
-        if isinstance(module, nn.LayerNorm):
-            module.weight.copy_(source.gamma)
-            module.bias.copy_(source.beta)
-        else:
-            module.load_state_dict(source.state_dict())
+    attentions = in_call_order(calls, attentions)
+    if decoder:  # a stable sort: the attention that receives the memory goes last, as in the reference
+        attentions.sort(key=lambda attention: received(calls, attention, inputs[1]))
+    theirs = [m for kind in sublayers(_reference(decoder, *args), *_KINDS) for m in kind]
+    copy_weights(
+        [*attentions, *ffns, *in_call_order(calls, norms)], theirs, {"gamma": "weight", "beta": "bias"}
+    )
 
 
-def _wired(x, sublayers, norms, *, style, order="012", norm="012", skip="hhh", read="hhh"):
+def _wired(x, steps, norms, *, style, order="012", norm="012", skip="hhh", read="hhh"):
     """A layer of residual sublayers with the reference's weights, wired as ``style`` says: "pre"
     ``h + f(norm(h))`` (pre-LN), "post" ``norm(h + f(h))`` (post-LN), "after" ``h + norm(f(h))``,
     "both" ``norm(h) + f(norm(h))``. The typical slips turn the other knobs, one character per
     sublayer: ``order`` which sublayer comes, ``norm`` which norm it uses, ``skip`` what its residual
     adds (``h`` its input, ``x`` the layer's input, ``0`` nothing), ``read`` what it reads (h or x)."""
     h = x
-    for i in range(len(sublayers)):
-        f, n = sublayers[int(order[i])], norms[int(norm[i])]
+    for i in range(len(steps)):
+        f, n = steps[int(order[i])], norms[int(norm[i])]
         source, residual = (x if read[i] == "x" else h), {"h": h, "x": x, "0": 0}[skip[i]]
         if style == "pre":
             h = residual + f(n(source))
@@ -566,8 +551,8 @@ def _encoder_variant(args, x, mask, *, attend="mask", style="pre", **wiring):
     """What a pre-LN encoder layer with one typical slip returns, with the reference's weights."""
     ref = _reference(False, *args)
     masks = {"mask": mask, "none": None, "causal": combine_masks(mask, causal_mask(x.shape[1]))}
-    sublayers = [lambda h: ref.attention(h, mask=masks[attend]), ref.feed_forward]
-    return _wired(x, sublayers, [ref.attention_norm, ref.ffn_norm], style=style, **wiring)
+    steps = [lambda h: ref.attention(h, mask=masks[attend]), ref.feed_forward]
+    return _wired(x, steps, [ref.attention_norm, ref.ffn_norm], style=style, **wiring)
 
 
 def _decoder_variant(
@@ -599,10 +584,8 @@ def _decoder_variant(
         memory_keys = {"memory": memory, "normalised": ref.cross_attn_norm(memory), "itself": h}[keys]
         return ref.cross_attention(h, memory_keys, {"src": src_mask, "tgt": tgt_mask, "none": None}[src])
 
-    sublayers = [self_attention, cross_attention, ref.feed_forward]
-    return _wired(
-        x, sublayers, [ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm], style=style, **wiring
-    )
+    steps = [self_attention, cross_attention, ref.feed_forward]
+    return _wired(x, steps, [ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm], style=style, **wiring)
 
 
 #: (hint, the knobs of _encoder_variant that make the slip), in the order they are tried.
@@ -721,96 +704,93 @@ _DECODER_SLIPS = [
 ]
 
 
-def _encoder_case(name: str, args: tuple, lengths: list[int] | None, seed: int) -> Case:
-    """Sentences of these real lengths (random vectors at the padded positions too), or two
-    sentences of 5 tokens with ``mask=None``."""
-    gen = torch.Generator().manual_seed(seed)
-    t = max(lengths) if lengths else 5
-    x = torch.randn(len(lengths) if lengths else 2, t, args[0], generator=gen) * 2  # (B, T, D)
-    return Case(name, (args, x, length_mask(lengths, t) if lengths else None))  # mask (B, 1, 1, T)
-
-
-def _decoder_case(
-    name: str, src_len: list[int], tgt_len: list[int], seed: int, masks: str, args=DECODER_ARGS
+def _layer_case(
+    name: str,
+    seed: int,
+    lengths: list[int],
+    src_lengths: list[int] | None = None,
+    masks: str = "padding",
+    args: tuple = LAYER_ARGS,
 ) -> Case:
-    """Targets and memories of the given real lengths (random vectors at padded slots too), with
-    ``masks``: "none", "full" (source padding, target padding & causal) or "padding" (no causal part)."""
+    """An encoder layer's inputs ``(x, mask)`` or, given ``src_lengths``, a decoder layer's ``(x, memory,
+    src_mask, tgt_mask)``: sentences of these real lengths, random vectors at the padded slots too.
+    ``masks``: "padding", "none", or "full" (the decoder's target mask: padding & causal)."""
     gen = torch.Generator().manual_seed(seed)
-    ts, tt = max(src_len), max(tgt_len)
-    x = torch.randn(len(tgt_len), tt, args[0], generator=gen) * 2  # (B, Tt, D)
-    memory = torch.randn(len(src_len), ts, args[0], generator=gen) * 2  # (B, Ts, D)
-    if masks == "none":
-        return Case(name, (args, x, memory, None, None))
-    src_mask, tgt_padding = length_mask(src_len, ts), length_mask(tgt_len, tt)  # (B, 1, 1, T)
-    tgt_mask = combine_masks(tgt_padding, causal_mask(tt)) if masks == "full" else tgt_padding
-    return Case(name, (args, x, memory, src_mask, tgt_mask))
+    t = max(lengths)
+    x = torch.randn(len(lengths), t, args[0], generator=gen) * 2  # (B, T, D)
+    mask = None if masks == "none" else length_mask(lengths, t)  # (B, 1, 1, T)
+    if masks == "full":
+        mask = combine_masks(mask, causal_mask(t))  # (B, 1, T, T)
+    if src_lengths is None:
+        return Case(name, (args, x, mask))
+    ts = max(src_lengths)
+    memory = torch.randn(len(src_lengths), ts, args[0], generator=gen) * 2  # (B, Ts, D)
+    return Case(name, (args, x, memory, None if masks == "none" else length_mask(src_lengths, ts), mask))
 
 
-_LAYER_INIT = "(dim, n_heads, hidden_dim, dropout=0.1)"
+def _layer_exercise(decoder: bool, **declared: Any) -> ModuleExercise:
+    """A spec of exercise 10.4 or 10.6: what it ``declared``, and what the two declare alike (the
+    constructor, the reference, how its weights fit, the dropout probe on the padded second case)."""
+    return ModuleExercise(
+        init="(dim, n_heads, hidden_dim, dropout=0.1)",
+        reference=lambda args, *inputs: _reference(decoder, *args)(*inputs),
+        unfit=functools.partial(_unfit, decoder=decoder),
+        fit=functools.partial(_fit, decoder=decoder),
+        rebuilds=f"attnlib's {'De' if decoder else 'En'}coderLayer",
+        eval_probe=1,
+        **declared,
+    )
 
 
 @functools.cache
 def _encoder_exercise() -> ModuleExercise:
     """Exercise 10.4's spec, built at its first check, not at import (which stays light)."""
-    return ModuleExercise(
+    return _layer_exercise(
+        False,
         title="Exercise 10.4 — a pre-LN encoder layer, whole",
         check="encoder_layer",
         example="MyEncoderLayer",
-        init=_LAYER_INIT,
         forward="x, mask=None",
         cases=[
-            _encoder_case("D=8, H=2, F=16: one sentence of 4 tokens, no padding", LAYER_ARGS, [4], seed=111),
-            _encoder_case(
-                "two sentences, the second padded (3 real tokens of 5)", LAYER_ARGS, [5, 3], seed=112
+            _layer_case("D=8, H=2, F=16: one sentence of 4 tokens, no padding", 111, [4]),
+            _layer_case("two sentences, the second padded (3 real tokens of 5)", 112, [5, 3]),
+            _layer_case(
+                "D=12, H=3, F=24: three sentences, two padded", 113, [6, 2, 4], args=(12, 3, 24, 0.2)
             ),
-            _encoder_case(
-                "D=12, H=3, F=24: three sentences, two padded", (12, 3, 24, 0.2), [6, 2, 4], seed=113
-            ),
-            _encoder_case("mask=None: every token sees every token", LAYER_ARGS, None, seed=114),
+            _layer_case("mask=None: every token sees every token", 114, [5, 5], masks="none"),
         ],
-        reference=lambda args, *inputs: _reference(False, *args)(*inputs),
-        unfit=functools.partial(_unfit, decoder=False),
-        fit=functools.partial(_fit, decoder=False),
         mistakes=slips(_encoder_variant, _ENCODER_SLIPS),
-        rebuilds="attnlib's EncoderLayer",
-        eval_probe=1,
     )
 
 
 @functools.cache
 def _decoder_exercise() -> ModuleExercise:
     """Exercise 10.6's spec, built at its first check, not at import (which stays light)."""
-    return ModuleExercise(
+    return _layer_exercise(
+        True,
         title="Exercise 10.6 — a decoder layer, whole",
         check="decoder_layer",
         example="MyDecoderLayer",
-        init=_LAYER_INIT,
         forward="x, memory, src_mask=None, tgt_mask=None",
         cases=[
-            _decoder_case("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", [4], [3], 121, "none"),
-            _decoder_case(
+            _layer_case("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", 121, [3], [4], "none"),
+            _layer_case(
                 "two pairs, both padded: src_mask and tgt_mask (padding & causal)",
-                [5, 3],
-                [4, 2],
                 122,
+                [4, 2],
+                [5, 3],
                 "full",
             ),
-            _decoder_case(
+            _layer_case(
                 "D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)",
-                [3, 6, 2],
-                [5, 5, 3],
                 123,
-                "padding",
+                [5, 5, 3],
+                [3, 6, 2],
                 args=(12, 3, 24, 0.2),
             ),
-            _decoder_case("masks=None, Ts=2, Tt=5", [2], [5], 124, "none"),
+            _layer_case("masks=None, Ts=2, Tt=5", 124, [5], [2], "none"),
         ],
-        reference=lambda args, *inputs: _reference(True, *args)(*inputs),
-        unfit=functools.partial(_unfit, decoder=True),
-        fit=functools.partial(_fit, decoder=True),
         mistakes=slips(_decoder_variant, _DECODER_SLIPS),
-        rebuilds="attnlib's DecoderLayer",
-        eval_probe=1,
     )
 
 

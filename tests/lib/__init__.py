@@ -1,0 +1,1 @@
+"""Tests of attnlib's library modules, one file per module or concept."""

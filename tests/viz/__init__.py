@@ -1,0 +1,1 @@
+"""Tests of attnlib.viz: plots, diagrams and explorers, and the wing's import borders."""
