@@ -40,7 +40,11 @@ def _uses(path: Path) -> tuple[dict[str, set[str]], set[str], set[str]]:
     from_viz: set[str] = set()
     for tree in _code(path):
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnlib."):
+            if isinstance(node, ast.ImportFrom) and node.module == "attnlib":
+                for alias in node.names:
+                    if alias.name not in SET_UP:  # `from attnlib import causal_mask` hides where it lives
+                        forms.setdefault(alias.name, set()).add("attnlib")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnlib."):
                 if node.module.startswith("attnlib.viz"):
                     from_viz |= {a.name for a in node.names}
                 else:
@@ -82,7 +86,15 @@ def test_taught_names_come_from_their_module_and_earlier_ones_as_attnlib_name(pa
         if name in SET_UP:
             continue
         taught_here = first[name] == path.stem and name not in bound
-        modules = sorted(used - {"attnlib.<name>"})
+        if "attnlib" in used:
+            module = getattr(attnlib.__dict__.get(name), "__module__", "attnlib.<module>")
+            problems.append(
+                f"{name}: `from attnlib import {name}` hides where it lives: "
+                f"`from {module} import {name}` if taught here, else attnlib.{name}"
+            )
+        if "attnlib.<name>" in used and name not in attnlib.__all__:
+            problems.append(f"attnlib.{name} is not in attnlib.__all__")
+        modules = sorted(used - {"attnlib.<name>", "attnlib"})
         if taught_here and "attnlib.<name>" in used:
             home = attnlib.__dict__.get(name)
             module = getattr(home, "__module__", "attnlib.<module>")
