@@ -15,6 +15,8 @@ exercises run on the engine in :mod:`._modules`. The notebook modules import onl
 
 from __future__ import annotations
 
+import importlib
+import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +25,8 @@ from html import escape
 from typing import Any
 
 import torch
+
+from ._reach import Forbidden, OutOfReachError, out_of_reach
 
 __all__ = [
     "BEFORE_SUPER_INIT",
@@ -34,6 +38,7 @@ __all__ = [
     "WORDS",
     "Case",
     "Mistake",
+    "Symptom",
     "Verdict",
     "as_numbers",
     "check_answer",
@@ -41,8 +46,12 @@ __all__ = [
     "describe",
     "dtype_kind",
     "explain",
+    "generator",
+    "library_changes",
+    "not_a_distribution",
     "not_yet",
     "numbered",
+    "other_draws",
     "predictions_not_yet",
     "raised",
     "randn",
@@ -83,6 +92,35 @@ class Mistake:
 
     hint: str
     wrong: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """A mistake known by what the answer looks like, not by what it computes: ``seen(got, expected)``
+    is True when ``got`` shows it; ``hint`` explains it. Listed after the :class:`Mistake` s, it is
+    the hint for a wrong answer that none of them models."""
+
+    hint: str
+    seen: Callable[[Any, Any], bool]
+
+
+#: How a softmax makes each row a distribution, the end of :func:`not_a_distribution`'s hint by default.
+ROW_BY_ROW = "divide exp(x - max) by its own row's sum, `.sum(dim=-1, keepdim=True)`"
+
+
+def not_a_distribution(fix: str = ROW_BY_ROW) -> Symptom:
+    """The hint of every softmax-like check: the answer does not sum along its last axis to what
+    the expected one sums to there (1, or 0 for a row with nothing to attend to); ``fix`` ends it."""
+
+    def seen(got: Any, expected: Any) -> bool:
+        if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor):
+            return False
+        if got.shape != expected.shape or not got.is_floating_point():
+            return False
+        sums, wanted_sums = got.detach().double().sum(-1), expected.detach().double().sum(-1)
+        return not bool(torch.isclose(sums, wanted_sums, atol=1e-3).all())
+
+    return Symptom(f"the output does not sum to 1 along the last axis, one distribution per row: {fix}", seen)
 
 
 #: The box round a verdict in JupyterLab, by status: (what it says to a screen reader, border,
@@ -130,12 +168,83 @@ class Verdict:
         )
 
 
+# Hidden cases: every seed a check draws its cases from is shifted by this (0 in a notebook).
+# nbgrader's test cells run each check a second time under other_draws(n) (tools/course.py).
+_draws = 0
+
+
+@contextmanager
+def other_draws(shift: int) -> Iterator[None]:
+    """Inside, every check draws its random cases from other seeds (each seed + ``shift``): the
+    same cases with other numbers, which a student cannot have seen or hard-coded."""
+    global _draws
+    before, _draws = _draws, shift
+    try:
+        yield
+    finally:
+        _draws = before
+
+
+def generator(seed: int) -> torch.Generator:
+    """A private random generator for a check's case (``seed`` shifted by :func:`other_draws`)."""
+    return torch.Generator().manual_seed(seed + _draws)
+
+
+def _where(obj: Any) -> Any:
+    """Where a function or an attnlib class is written (file, line, name; a class: its methods),
+    the same for a fresh import of the same source; None for anything else."""
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return (code.co_filename, code.co_firstlineno, getattr(obj, "__qualname__", ""))
+    if isinstance(obj, type) and obj.__module__.startswith("attnlib"):
+        methods = {n: _where(getattr(v, "__func__", v)) for n, v in vars(obj).items()}
+        return (obj.__module__, obj.__qualname__, sorted((n, w) for n, w in methods.items() if w is not None))
+    return None
+
+
+def library_changes() -> list[str]:
+    """The names in attnlib's loaded library modules (not its checks) that differ from a fresh
+    import of the installed files: functions or classes replaced or patched by a notebook cell.
+
+    nbgrader's test cells (tools/course.py) grade only where this is empty: the checks are imported
+    afresh, but the library stays the one the student's objects were built from (a fresh copy of
+    its classes would make every isinstance test fail), so a patched library must be refused.
+    """
+    ours = {k: v for k, v in sys.modules.items() if k == "attnlib" or k.startswith("attnlib.")}
+    library = [k for k in ours if not (k == "attnlib.check" or k.startswith("attnlib.check."))]
+    for name in ours:
+        del sys.modules[name]
+    try:
+        fresh = {name: importlib.import_module(name) for name in library}
+    finally:
+        for name in [k for k in sys.modules if k == "attnlib" or k.startswith("attnlib.")]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+    changed = []
+    for name in library:
+        old = vars(ours[name])
+        for attr, new in vars(fresh[name]).items():
+            got = old.get(attr)
+            where = _where(new)
+            if where is not None:
+                same_place = _where(got) == where
+            elif isinstance(new, type(sys)):  # a module: attnlib's own are fresh copies too
+                same_place = getattr(got, "__name__", None) == new.__name__
+            elif callable(new):
+                same_place = got is new
+            else:
+                continue
+            if not same_place:
+                changed.append(f"{name}.{attr}")
+    return changed
+
+
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Random draws inside come from ``seed``; the caller's global random state is left alone,
-    so a check never moves the student's seed."""
+    """Random draws inside come from ``seed`` (shifted by :func:`other_draws`); the caller's
+    global random state is left alone, so a check never moves the student's seed."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(seed + _draws)
         yield
 
 
@@ -224,7 +333,7 @@ def explain(got: Any, expected: Any) -> str:
 
 def randn(*shape: int, seed: int) -> torch.Tensor:
     """Deterministic inputs that do not touch the global random state."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(*shape, generator=generator(seed))
 
 
 def numbered(*shape: int) -> torch.Tensor:
@@ -349,6 +458,8 @@ def raised(title: str, exc: BaseException, who: str, *, each: bool = False, supe
         each: the stub has several ``raise NotImplementedError`` (a class with several methods).
         super_hint: the hint when torch complains that a submodule came before ``super().__init__()``.
     """
+    if isinstance(exc, OutOfReachError):  # the library's answer, or a function the exercise forbids
+        return Verdict(False, f"{FAIL} {title}{who} {exc}")
     if isinstance(exc, NotImplementedError):
         return not_yet(title, each=each)
     text = f"{ERROR} {title}{who} raised {type(exc).__name__}: {exc}{_student_line(exc)}"
@@ -362,9 +473,10 @@ def run_check(
     student: Callable[..., Any],
     reference: Callable[..., Any],
     cases: Sequence[Case],
-    mistakes: Sequence[Mistake] = (),
+    mistakes: Sequence[Mistake | Symptom] = (),
     *,
     atol: float = 1e-4,
+    forbidden: Sequence[Forbidden] = (),
 ) -> Verdict:
     """Run ``student`` and ``reference`` on every case and explain the first failure.
 
@@ -374,8 +486,10 @@ def run_check(
         reference: the correct implementation.
         cases: inputs to try, simplest first.
         mistakes: typical wrong answers with a hint each; when the student's output equals
-            what a mistake would return, that hint is shown.
+            what a mistake would return (or shows a :class:`Symptom`), the first such hint is shown.
         atol: tolerance for floating-point comparisons.
+        forbidden: what is out of reach while ``student`` runs (:mod:`._reach`): the library's
+            answer and the functions the exercise forbids; the reference runs outside.
 
     Returns:
         A :class:`Verdict`.
@@ -385,7 +499,8 @@ def run_check(
     for i, case in enumerate(cases, start=1):
         where = f"case {i}/{len(cases)} ({case.name})"
         try:
-            got = case.call(student)
+            with out_of_reach(forbidden, student):
+                got = case.call(student)
         except Exception as exc:  # the student's bug, reported in words
             return raised(title, exc, f", {where}: your code")
         expected = case.call(reference)
@@ -394,7 +509,10 @@ def run_check(
         lines = [f"{FAIL} {title}, {where}:", f"   {explain(got, expected)}"]
         for mistake in mistakes:
             try:
-                matched = same(got, case.call(mistake.wrong), atol)
+                if isinstance(mistake, Symptom):
+                    matched = mistake.seen(got, expected)
+                else:
+                    matched = same(got, case.call(mistake.wrong), atol)
             except Exception:  # a mistake's model may not apply to this case
                 matched = False
             if matched:
@@ -442,11 +560,14 @@ def run_check_parts(
     cases: Sequence[Case],
     mistakes: dict[int, Sequence[Mistake]],
     count: int,
+    *,
+    forbidden: Sequence[Forbidden] = (),
 ) -> Verdict:
     """:func:`run_check` for a function with ``count`` results, one result at a time.
 
     ``mistakes`` maps a result's index to its typical mistakes; the results are checked in the
     order of its keys and the first that fails is reported, so that each gets its own hints.
+    ``forbidden`` is :func:`run_check`'s.
     """
     verdict = Verdict(False, "")
     for index, part_mistakes in mistakes.items():
@@ -456,6 +577,7 @@ def run_check_parts(
             result_part(reference, index, count),
             cases,
             part_mistakes,
+            forbidden=forbidden,
         )
         if not verdict:
             return verdict
@@ -472,6 +594,7 @@ def result_part(fn: Callable[..., Any], index: int, count: int) -> Callable[...,
         out = fn(*args)
         return out[index] if isinstance(out, (tuple, list)) and len(out) == count else out
 
+    part.__wrapped__ = fn  # type: ignore[attr-defined]  # what out_of_reach looks into
     return part
 
 

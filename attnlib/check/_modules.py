@@ -20,6 +20,8 @@ written here once:
 4. :func:`run_check` (or :func:`run_check_parts` for a forward with several results) on the cases,
    the student's module holding the reference's weights, the typical slips as mistakes.
 5. Optionally, the dropout probe in train mode: two calls on the same input must differ.
+6. Optionally, where dropout acts in train mode (``dropout_where``): on the attention weights, on
+   each sublayer's output, with the 1/(1-p) rescale; each misplaced dropout gets its hint.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from torch import nn
 
 from ..modes import evaluating
 from ._core import FAIL, PASS, Case, Mistake, Verdict, describe, raised, run_check, run_check_parts, seeded
+from ._reach import Forbidden, banned_class, out_of_reach
 
 __all__ = [
     "ModuleExercise",
@@ -90,6 +93,12 @@ class ModuleExercise:
         train_probe: a case with dropout on whose module must drop in train mode, if any.
         no_dropout: the hint when it does not.
         error_hints: a hint added to an error in a case whose name holds the key.
+        forbidden: what is out of reach while the student's class is built and called (:mod:`._reach`):
+            a class it may not derive from or hold, a function it may not call.
+        dropout_where: ``(fitted) -> str | None``, run last: where dropout acts in train mode, given
+            ``fitted(config, inputs)`` (a module built from ``config`` holding the reference's weights,
+            in eval mode); what is wrong (the message after "all N cases pass, but ", with its hint),
+            or None.
     """
 
     title: str
@@ -107,6 +116,8 @@ class ModuleExercise:
     train_probe: Case | None = None
     no_dropout: str = ""
     error_hints: Mapping[str, str] = field(default_factory=dict)
+    forbidden: Sequence[Forbidden] = ()
+    dropout_where: Callable[[Callable[[Any, Sequence[Any]], nn.Module]], str | None] | None = None
 
     @property
     def inputs(self) -> list[str]:
@@ -123,7 +134,7 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
     arity = len(spec.inputs)
 
     def fitted(config: Any, inputs: Sequence[Any]) -> nn.Module:
-        with seeded(BUILD_SEED):
+        with seeded(BUILD_SEED), out_of_reach(spec.forbidden, cls):
             module = _construct(cls, config)
         module.eval()
         with torch.no_grad(), seeded(CALL_SEED):  # fit may run the module (dropout left on draws)
@@ -133,7 +144,7 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
     def student(config: Any, *inputs: Any, train: bool = False) -> Any:
         module = fitted(config, inputs)
         module.train(train)
-        with torch.no_grad(), seeded(CALL_SEED):
+        with torch.no_grad(), seeded(CALL_SEED), out_of_reach(spec.forbidden, cls):
             return module(*inputs[:arity])
 
     if spec.eval_probe is not None:
@@ -156,22 +167,31 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
             if verdict.status == "error" and marker in first_line:
                 return Verdict(False, f"{verdict.message}\n   hint: {hint}", "error")
         return verdict
-    if spec.train_probe is None:
-        return verdict
     n = len(spec.cases)
-    config, *inputs = spec.train_probe.call(lambda *args: args)
-    try:  # dropout must act in train mode; which entries it drops is the module's own choice
-        differ = outputs_differ(fitted(config, inputs), *inputs[:arity], training=True)
-    except Exception as exc:  # the student's bug, reported in words
-        who = f": in train mode with {spec.train_probe.name}, your module"
-        return raised(spec.title, exc, who, each=True, super_hint=SUPER_HINT)
-    if not differ:
-        return Verdict(
-            False,
-            f"{FAIL} {spec.title}: all {n} cases pass, but in train mode with {spec.train_probe.name} two "
-            f"calls on the same input gave the same output.\n   hint: {spec.no_dropout}",
+    if spec.train_probe is not None:
+        config, *inputs = spec.train_probe.call(lambda *args: args)
+        try:  # dropout must act in train mode; which entries it drops is the module's own choice
+            differ = outputs_differ(fitted(config, inputs), *inputs[:arity], training=True)
+        except Exception as exc:  # the student's bug, reported in words
+            who = f": in train mode with {spec.train_probe.name}, your module"
+            return raised(spec.title, exc, who, each=True, super_hint=SUPER_HINT)
+        if not differ:
+            return Verdict(
+                False,
+                f"{FAIL} {spec.title}: all {n} cases pass, but in train mode with {spec.train_probe.name} "
+                f"two calls on the same input gave the same output.\n   hint: {spec.no_dropout}",
+            )
+        verdict = Verdict(
+            True, f"{PASS} {spec.title}: all {n} cases pass, and dropout acts in train mode.", "pass"
         )
-    return Verdict(True, f"{PASS} {spec.title}: all {n} cases pass, and dropout acts in train mode.", "pass")
+    if spec.dropout_where is not None:
+        try:
+            problem = spec.dropout_where(fitted)
+        except Exception as exc:  # the student's bug, reported in words
+            return raised(spec.title, exc, ": in train mode, your module", each=True, super_hint=SUPER_HINT)
+        if problem is not None:
+            return Verdict(False, f"{FAIL} {spec.title}: all {n} cases pass, but {problem}")
+    return verdict
 
 
 def _arguments(config: Any) -> tuple[tuple, dict]:
@@ -208,6 +228,9 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
     if not isinstance(cls, type):
         got = f"the {type(cls).__name__} {name}" if callable(cls) else describe(cls)
         return wrong(f"expected a class (class {spec.example}(nn.Module): ...), got {got}.")
+    problem = banned_class(spec.forbidden, cls)
+    if problem is not None:
+        return wrong(f"{name} {problem}")
     if cls.__init__ is nn.Module.__init__:
         return wrong(f"{name} needs its own __init__{spec.init}.")
     configs = []
@@ -234,7 +257,7 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
     modules = []
     for config in configs:
         try:
-            with seeded(BUILD_SEED):
+            with seeded(BUILD_SEED), out_of_reach(spec.forbidden, cls):
                 modules.append(_construct(cls, config))
         except Exception as exc:  # the student's bug, reported in words
             return raised(spec.title, exc, f": `{_call(name, config)}`", each=True, super_hint=SUPER_HINT)
@@ -248,6 +271,9 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
             f"the check calls module({call}); your forward is forward{inspect.signature(cls.forward)}."
         )
     for module, config in zip(modules, configs, strict=True):
+        problem = banned_class(spec.forbidden, cls, module)
+        if problem is not None:
+            return wrong(f"`{_call(name, config)}` {problem}")
         problem = spec.unfit(module, config)
         if problem is not None:
             return wrong(problem)

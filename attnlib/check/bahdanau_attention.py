@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
-from ._core import PASS, Case, Mistake, Verdict, run_check, run_check_parts, seeded
+from ._core import PASS, Case, Mistake, Verdict, generator, run_check, run_check_parts, seeded
 from ._modules import ModuleExercise, check_module, load_by_name, parameters_problem
+from ._reach import own
 
 __all__ = ["additive_module", "decoder_step", "precomputed_scores"]
 
@@ -56,7 +57,7 @@ def decoder_case(
     v, h, b = STEP_VOCAB, STEP_HIDDEN, len(lengths)
     with seeded(seed):
         decoder = make_decoder(v, h, layers)
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     x = torch.randint(3, v, (b,), generator=gen)  # (B,) previous tokens
     hidden, cell = torch.randn(layers, b, h, generator=gen), torch.randn(layers, b, h, generator=gen)
     outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
@@ -131,7 +132,10 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
         ]
 
     by_result = {0: mistakes, 1: state_mistakes(1, "hidden"), 2: state_mistakes(2, "cell")}
-    return run_check_parts(title, student_fn, _reference_step, cases, by_result, 3)
+    forbidden = [
+        own(DecoderWithAttention, "forward", "_forward_sequence", what="DecoderWithAttention.forward")
+    ]
+    return run_check_parts(title, student_fn, _reference_step, cases, by_result, 3, forbidden=forbidden)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +169,7 @@ def _all_steps(
 
 
 def _steps_case(name: str, b: int, tq: int, ts: int, n: int, n_att: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     queries = torch.randn(b, tq, n, generator=gen)  # s_0 ... s_{Tq-1}
     keys = torch.randn(b, ts, 2 * n, generator=gen)  # annotations h_j, 2n wide
     w_a, u_a = torch.randn(n_att, n, generator=gen), torch.randn(n_att, 2 * n, generator=gen)
@@ -253,7 +257,7 @@ def _expected_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
 
 
 def _module_case(name: str, cfg: dict, lengths: list[int], ts: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     b = len(lengths)
     query = torch.randn(b, cfg["query_size"], generator=gen)  # s_{i-1}
     keys = torch.randn(b, ts, cfg["key_size"], generator=gen)  # h_j

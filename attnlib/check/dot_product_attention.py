@@ -14,9 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from .. import masked_softmax
-from ._core import FAIL, Case, Mistake, Verdict, check_answer, randn, run_check
+from ..tiled import online_softmax
+from ._core import FAIL, Case, Mistake, Verdict, check_answer, not_a_distribution, randn, run_check
+from ._reach import own, torch_api
 
 __all__ = ["cosine_context_vectors", "softmax", "top_token"]
 
@@ -39,24 +42,65 @@ def _naive_softmax(x: torch.Tensor) -> torch.Tensor:
     return e / e.sum(dim=-1, keepdim=True)
 
 
+def _shifted_softmax(x: torch.Tensor, shift: torch.Tensor, keepdim: bool = True) -> torch.Tensor:
+    """``exp(x - shift)`` over its sum along the last axis: the softmax, whatever ``shift`` subtracts,
+    as long as it is one number per row."""
+    e = torch.exp(x - shift)
+    return e / e.sum(dim=-1, keepdim=keepdim)
+
+
+#: Out of reach while exercise 1.1 runs: attnlib's softmaxes, and torch's, which the text forbids.
+SOFTMAX_FORBIDDEN = (
+    own(masked_softmax),
+    own(online_softmax),
+    torch_api(
+        "torch.softmax",
+        (torch, "softmax"),
+        (torch.Tensor, "softmax"),
+        (torch.special, "softmax"),
+        (F, "softmax"),
+        hint="use torch.exp, .sum and .amax, as the exercise says",
+    ),
+)
+
+
 def softmax(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
     """Exercise 1.1: ``student_fn(scores) -> weights``, softmax over the last dimension.
 
     ``scores`` has shape ``(..., Tk)``; the result has the same shape, each slice along the last
-    dimension positive and summing to 1. Large scores (around 1000) must not give NaN.
+    dimension positive and summing to 1. Large scores (around 1000) must not give NaN, nor rows
+    far apart (a shift by the maximum of the whole tensor leaves the lower row all zeros: 0/0).
     """
     cases = [
         Case("the six scores of 'journey' (1-D)", (INPUTS @ INPUTS[1],)),
         Case("a (4, 4) matrix of scores", (randn(4, 4, seed=10),)),
         Case("all 6x6 scores of the sentence", (INPUTS @ INPUTS.T,)),
         Case("a batch (2, 4, 5)", (randn(2, 4, 5, seed=11),)),
-        Case("large scores around 1000", (torch.tensor([[1000.0, 1001.0, 1002.0], [-5.0, 0.0, 990.0]]),)),
+        Case(
+            "large scores around 1000, rows more than 100 apart",
+            (torch.tensor([[1000.0, 1001.0, 1002.0], [-5.0, 0.0, 990.0], [880.0, 881.0, 882.0]]),),
+        ),
     ]
     mistakes = [
         Mistake(
             "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's maximum before exp "
             "(softmax(x) equals softmax(x - max), so the result does not change)",
             _naive_softmax,
+        ),
+        Mistake(
+            "subtract each row's own maximum, `x.amax(dim=-1, keepdim=True)`, not the maximum of the whole "
+            "tensor: a row far below it (880 against 1002) gets exp(-122) = 0 everywhere, and 0/0 = NaN",
+            lambda x: _shifted_softmax(x, x.amax()),
+        ),
+        Mistake(
+            "the maximum needs `keepdim=True` too: `x.amax(dim=-1)` loses the last axis, so broadcasting "
+            "subtracts the maximum of row j from column j instead of each row's own maximum",
+            lambda x: _shifted_softmax(x, x.amax(dim=-1)),
+        ),
+        Mistake(
+            "the maximum and the sum both need `keepdim=True`: without it they lose the last axis, and "
+            "broadcasting pairs entry [i, j] with row j instead of row i",
+            lambda x: _shifted_softmax(x, x.amax(dim=-1), keepdim=False),
         ),
         Mistake(
             "the rows do not sum to 1: divide exp(scores) by its sum over the last dimension",
@@ -81,8 +125,11 @@ def softmax(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
             "broadcasting divides entry [i, j] by the sum of row j instead of row i",
             lambda x: torch.exp(x) / torch.exp(x).sum(dim=-1),
         ),
+        not_a_distribution(),
     ]
-    return run_check("Exercise 1.1 — softmax", student_fn, masked_softmax, cases, mistakes)
+    return run_check(
+        "Exercise 1.1 — softmax", student_fn, masked_softmax, cases, mistakes, forbidden=SOFTMAX_FORBIDDEN
+    )
 
 
 def _cosine_scores(x: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 
 from .. import attention_scores, causal_mask, masked_softmax
-from ._core import Case, Mistake, Verdict, result_part, run_check
+from ._core import Case, Mistake, Verdict, generator, result_part, run_check
 
 __all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sum_stats"]
 
@@ -44,7 +44,7 @@ def _classic_dropout(weights: torch.Tensor, keep: torch.Tensor, p: float, traini
 
 
 def _classic_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(4)
+    gen = generator(4)
     cases = []
     for name, shape, p, training in [
         ("train mode, one 4x4 map, p=0.25", (4, 4), 0.25, True),
@@ -142,7 +142,7 @@ def _fully_masked_rows(gen: torch.Generator, t: int) -> torch.Tensor:
 
 
 def _row_sum_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(6)
+    gen = generator(6)
     return [
         Case("one 4x4 causal map, p=0.5", (_causal_weights(gen, (4, 4)), 0.5)),
         Case("a batch (2, 5, 5), p=0.1", (_causal_weights(gen, (2, 5, 5)), 0.1)),
@@ -231,7 +231,7 @@ def _reference_attention(
 
 
 def _attention_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(5)
+    gen = generator(5)
     cases = []
     for name, batch, t, dk, dv, p in [
         ("B=1, T=3, p=0.5", (1,), 3, 2, 2, 0.5),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 from .. import apply_rotary, attention_scores, rotary_angles, scaled_dot_product_attention
-from ._core import Case, Mistake, Verdict, as_numbers, run_check
+from ._core import Case, Mistake, Verdict, as_numbers, generator, run_check
 
 __all__ = ["combine_partial_attention", "layers_needed", "longformer_mask", "rotate_half_rope"]
 
@@ -36,7 +36,7 @@ def _halves(
     name: str, tq: int, split: int, tk: int, seed: int, *, spread: float = 1.0, hide_first: bool = False
 ) -> Case:
     """Attention of ``tq`` queries over ``tk`` keys, computed separately on keys ``:split`` and ``split:``."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     q, k, v = (
         torch.randn(tq, 4, generator=g) * spread,
         torch.randn(tk, 4, generator=g),
@@ -230,7 +230,7 @@ def _rotate_half(
 
 
 def _rope_case(name: str, shape: tuple[int, ...], offset: int, seed: int) -> Case:
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     return Case(name, (torch.randn(shape, generator=g), torch.arange(shape[-2]) + offset))
 
 

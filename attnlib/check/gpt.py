@@ -16,8 +16,24 @@ from collections.abc import Callable
 import torch
 
 from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
+from ..kv_cache import KVCache, cached_attention
+from ..sampling import top_k_logits
 from ..sampling import top_p_logits as _top_p_reference
-from ._core import FAIL, PASS, Case, Mistake, Verdict, check_answer, run_check, same, wrong_type
+from ._core import (
+    FAIL,
+    PASS,
+    Case,
+    Mistake,
+    Symptom,
+    Verdict,
+    check_answer,
+    generator,
+    not_a_distribution,
+    run_check,
+    same,
+    wrong_type,
+)
+from ._reach import own
 
 __all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs", "top_p_logits"]
 
@@ -27,8 +43,18 @@ __all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs", "top_p_
 # ---------------------------------------------------------------------------------------------
 
 
-def _probs_case(name: str, shape: tuple[int, ...], temperature: float, top_k: int | None, seed: int) -> Case:
-    logits = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * 2.0
+def _probs_case(
+    name: str,
+    shape: tuple[int, ...],
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    tied: list[float] | None = None,
+) -> Case:
+    """Random logits of ``shape``, then the row ``tied`` (whose k-th largest logit has a tie) if given."""
+    logits = torch.randn(shape, generator=generator(seed)) * 2.0
+    if tied is not None:
+        logits = torch.cat([logits, torch.tensor([tied])])  # (B, V) -> (B + 1, V)
     return Case(name, (logits, temperature, top_k))
 
 
@@ -46,19 +72,42 @@ def _keep(logits, k, *, fill=float("-inf"), strict=False, smallest=False):
     return logits.masked_fill(logits <= kth if strict else logits < kth, fill)
 
 
+def _ties_dropped(got: object, expected: torch.Tensor) -> bool:
+    """True when ``got`` keeps fewer tokens than ``expected`` in some row and none it should not: a
+    top-k that keeps exactly k tokens, whichever of the tied ones it picks."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return False
+    kept, wanted = got > 0, expected > 0
+    return not bool((kept & ~wanted).any()) and bool((kept.sum(-1) < wanted.sum(-1)).any())
+
+
 def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     """Exercise 12.1: ``student_fn(logits, temperature, top_k)`` -> ``(..., V)`` probabilities.
 
     ``softmax(top_k(logits) / temperature)`` over the last axis, with ``temperature > 0`` and
     ``top_k`` None (every token) or the number of most likely tokens kept, as
-    :func:`attnlib.sampling.next_token_probs`.
+    :func:`attnlib.sampling.next_token_probs`. Ties with the k-th largest logit are kept.
     """
     cases = [
         _probs_case("one row of V=6 logits, T=1, top_k=None", (6,), 1.0, None, seed=121),
         _probs_case("(B, V) = (3, 8), T=0.5 (sharper), top_k=None", (3, 8), 0.5, None, seed=122),
-        _probs_case("(B, V) = (3, 8), T=1, top_k=3", (3, 8), 1.0, 3, seed=123),
+        _probs_case(
+            "(B, V) = (4, 8), T=1, top_k=3; the last row ties with its 3rd largest logit",
+            (3, 8),
+            1.0,
+            3,
+            seed=123,
+            tied=[2.0, 1.0, 1.0, 0.0, -1.0, 0.5, -0.5, 1.5],
+        ),
         _probs_case("(B, V) = (2, 10), T=2 (flatter), top_k=4", (2, 10), 2.0, 4, seed=124),
-        _probs_case("(B, V) = (4, 5), T=0.7, top_k=1 (greedy in disguise)", (4, 5), 0.7, 1, seed=125),
+        _probs_case(
+            "(B, V) = (5, 5), T=0.7, top_k=1 (greedy in disguise); the last row has two largest logits",
+            (4, 5),
+            0.7,
+            1,
+            seed=125,
+            tied=[1.0, 1.0, 0.0, -1.0, -2.0],
+        ),
     ]
     soft = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
     mistakes = [
@@ -92,8 +141,22 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             "the softmax runs over the vocabulary, the last axis (dim=-1), one distribution per row",
             lambda x, t, k: torch.softmax(_keep(x, k) / t, dim=0),
         ),
+        Symptom(
+            "your top-k keeps exactly k tokens; the text says keep ties with the k-th: keep every logit "
+            ">= the k-th largest value (`torch.topk(...).values[..., -1:]`), not the k positions "
+            "torch.topk returns, so that tokens as likely as the k-th are all kept",
+            _ties_dropped,
+        ),
+        not_a_distribution("softmax over the vocabulary (dim=-1) after the top-k mask"),
     ]
-    return run_check("Exercise 12.1 — temperature and top-k", student_fn, next_token_probs, cases, mistakes)
+    return run_check(
+        "Exercise 12.1 — temperature and top-k",
+        student_fn,
+        next_token_probs,
+        cases,
+        mistakes,
+        forbidden=[own(next_token_probs), own(top_k_logits)],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +186,7 @@ def _nucleus(logits, p, *, descending=True, rule="right", fill=float("-inf"), di
 
 
 def _top_p_case(name: str, shape: tuple[int, ...], p: float, seed: int, scale: float = 2.0) -> Case:
-    logits = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale
+    logits = torch.randn(shape, generator=generator(seed)) * scale
     return Case(name, (logits, p))
 
 
@@ -180,7 +243,12 @@ def top_p_logits(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 12.2 — top-p (nucleus) filtering", student_fn, _top_p_reference, cases, mistakes
+        "Exercise 12.2 — top-p (nucleus) filtering",
+        student_fn,
+        _top_p_reference,
+        cases,
+        mistakes,
+        forbidden=[own(_top_p_reference)],
     )
 
 
@@ -197,7 +265,7 @@ def _reference_step(query, key, value, k_cache, v_cache):
 
 
 def _step_case(name: str, b: int, h: int, t: int, dh: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     new = [torch.randn(b, h, 1, dh, generator=gen) * 1.5 for _ in range(3)]
     cache = [torch.randn(b, h, t, dh, generator=gen) for _ in range(2)]
     return Case(name, (*new, *cache))
@@ -271,7 +339,12 @@ def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 12.3 — one attention step with the cache", student_fn, _reference_step, cases, mistakes
+        "Exercise 12.3 — one attention step with the cache",
+        student_fn,
+        _reference_step,
+        cases,
+        mistakes,
+        forbidden=[own(cached_attention), own(KVCache, "append", what="KVCache.append")],
     )
 
 

@@ -21,7 +21,7 @@ import torch
 
 from .. import AttentionGeneral, LuongDecoder, make_attention, masked_softmax
 from ..evaluation import count_parameters
-from ..local_attention import SCORERS
+from ..local_attention import SCORERS, LocalAttention
 from ._core import (
     FAIL,
     Case,
@@ -29,6 +29,8 @@ from ._core import (
     Verdict,
     check_answer,
     combined,
+    generator,
+    not_a_distribution,
     predictions_not_yet,
     run_check,
     run_check_parts,
@@ -36,9 +38,15 @@ from ._core import (
     slips,
     whole_number,
 )
+from ._reach import own
 from .bahdanau_attention import STEP_HIDDEN, decoder_case, source_mask
 
 __all__ = ["general_scores", "local_m_weights", "location_weights", "luong_step", "scorer_parameters"]
+
+#: The hint of 9.2 and 9.3 for weights that are no distribution over the source, whatever the slip.
+_NOT_A_DISTRIBUTION = not_a_distribution(
+    "each step's weights over the source positions it sees sum to 1 (a step that sees none gets zeros)"
+)
 
 
 def _reference_general(query: torch.Tensor, keys: torch.Tensor, w_a: torch.Tensor) -> torch.Tensor:
@@ -50,7 +58,7 @@ def _reference_general(query: torch.Tensor, keys: torch.Tensor, w_a: torch.Tenso
 
 
 def _general_case(name: str, b: int, tq: int, ts: int, h: int, seed: int) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     shapes = [(b, tq, h), (b, ts, h), (h, h)]
     return Case(name, tuple(torch.randn(s, generator=gen) for s in shapes))
 
@@ -95,7 +103,14 @@ def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             lambda q, k, w: bilinear(q, k, w).transpose(1, 2),
         ),
     ]
-    return run_check("Exercise 9.1 — Luong's general score", student_fn, _reference_general, cases, mistakes)
+    return run_check(
+        "Exercise 9.1 — Luong's general score",
+        student_fn,
+        _reference_general,
+        cases,
+        mistakes,
+        forbidden=[own(AttentionGeneral, "project_keys", "score_projected", what="AttentionGeneral.score")],
+    )
 
 
 def _location(
@@ -119,7 +134,7 @@ def _reference_location(query: torch.Tensor, w_a: torch.Tensor, mask: torch.Tens
 
 
 def _location_case(name: str, b: int, tq: int, h: int, rows: int, lengths: list[int], ts: int, seed: int):
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     query, w_a = torch.randn(b, tq, h, generator=gen), torch.randn(rows, h, generator=gen)
     return Case(name, (query, w_a, source_mask(lengths, ts)))
 
@@ -169,7 +184,7 @@ def location_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         student_fn,
         _reference_location,
         cases,
-        slips(_location, table),
+        [*slips(_location, table), _NOT_A_DISTRIBUTION],
     )
 
 
@@ -219,7 +234,7 @@ def _reference_local_m(scores: torch.Tensor, mask: torch.Tensor, half_window: in
 def _local_m_case(
     name: str, b: int, tq: int, lengths: list[int], ts: int, d: int, step: int, seed: int
 ) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     return Case(name, (torch.randn(b, tq, ts, generator=gen), source_mask(lengths, ts), d, step))
 
 
@@ -284,7 +299,8 @@ def local_m_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         student_fn,
         _reference_local_m,
         cases,
-        slips(_local_m, table),
+        [*slips(_local_m, table), _NOT_A_DISTRIBUTION],
+        forbidden=[own(LocalAttention, "attend", what="LocalAttention.attend")],
     )
 
 
@@ -483,4 +499,7 @@ def luong_step(student_fn: Callable[..., tuple]) -> Verdict:
 
     by_result = {0: mistakes, 3: part_mistakes(3, "attentional"), 1: part_mistakes(1, "hidden")}
     by_result[2] = part_mistakes(2, "cell")
-    return run_check_parts(title, student_fn, _reference_luong_step, cases, by_result, 4)
+    forbidden = [
+        own(LuongDecoder, "forward", "_forward_sequence", "_attentional", what="LuongDecoder.forward")
+    ]
+    return run_check_parts(title, student_fn, _reference_luong_step, cases, by_result, 4, forbidden=forbidden)

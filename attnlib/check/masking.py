@@ -20,7 +20,9 @@ import torch
 from .. import causal_mask as _causal_mask
 from .. import length_mask, masked_softmax
 from .. import sliding_window_mask as _sliding_window_mask
-from ._core import Case, Mistake, Verdict, as_numbers, run_check
+from ..functional import _softmax_masked_out
+from ._core import Case, Mistake, Verdict, as_numbers, generator, not_a_distribution, run_check
+from ._reach import own
 
 __all__ = ["masked_softmax_safe", "prefix_lm_mask", "sliding_window_mask"]
 
@@ -94,7 +96,12 @@ def sliding_window_mask(student_fn: Callable[[int, int], torch.Tensor]) -> Verdi
         as_numbers(_sliding_window_mask, "add `.bool()`"),
     ]
     return run_check(
-        "Exercise 3.1 — a sliding-window mask", student_fn, _sliding_window_mask, cases, mistakes
+        "Exercise 3.1 — a sliding-window mask",
+        student_fn,
+        _sliding_window_mask,
+        cases,
+        mistakes,
+        forbidden=[own(_sliding_window_mask)],
     )
 
 
@@ -168,7 +175,7 @@ def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch
     ``scores`` ``(..., Tq, Tk)``; ``mask`` bool, True = may attend, broadcastable to
     ``scores``. Each row of the weights sums to 1, or is all zeros if the mask hides every key.
     """
-    gen = torch.Generator().manual_seed(41)
+    gen = generator(41)
     scores_6 = torch.randn(6, 6, generator=gen)
     scores_b = torch.randn(2, 4, 5, generator=gen)
     pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]
@@ -206,5 +213,16 @@ def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch
             "softmax over the wrong dimension: each query's weights over the keys sum to 1, dim=-1",
             lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0),
         ),
+        not_a_distribution(
+            "each query's weights over the keys it may see sum to 1; only a row whose keys are all masked "
+            "is all zeros"
+        ),
     ]
-    return run_check("Exercise 3.3 — masked softmax without NaN", student_fn, masked_softmax, cases, mistakes)
+    return run_check(
+        "Exercise 3.3 — masked softmax without NaN",
+        student_fn,
+        masked_softmax,
+        cases,
+        mistakes,
+        forbidden=[own(masked_softmax), own(_softmax_masked_out, what="masked_softmax")],
+    )

@@ -28,6 +28,7 @@ from ._core import (
     Mistake,
     Verdict,
     check_answer,
+    generator,
     numbered,
     randn,
     run_check,
@@ -36,6 +37,7 @@ from ._core import (
     whole_number,
 )
 from ._modules import ModuleExercise, check_module, load_by_name, parameter_shapes, parameters_problem
+from ._reach import own
 
 __all__ = ["fuse_heads", "head_qkv_rows", "head_score_matrices", "mha_parameters", "multihead_module"]
 
@@ -203,7 +205,7 @@ def head_score_matrices(student_fn: Callable[[torch.Tensor, int], torch.Tensor])
     ``(x W_q,h^T) . (y W_k,h^T) / sqrt(Dh) = x A_h y^T``; the result stacks the ``A_h``, one fused
     matrix per head in place of its query and key projections.
     """
-    gen = torch.Generator().manual_seed(7)
+    gen = generator(7)
     cases = [
         Case(f"D={d}, Din={d_in}, H={h}", (torch.randn(3 * d, d_in, generator=gen), h))
         for d, d_in, h in [(4, 4, 2), (6, 3, 3), (8, 8, 4), (4, 2, 1)]
@@ -307,7 +309,7 @@ def _config(
 
 
 def _module_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(55)
+    gen = generator(55)
     cases = []
     for name, cfg, b, t, train in [
         ("B=2, T=6, D_in=3, D=4, H=2", _config(3, 4, 6, 2), 2, 6, False),
@@ -452,6 +454,92 @@ def _unfit(module: nn.Module, cfg: dict) -> str | None:
     return parameters_problem(cfg, module, expected, "differ from attnlib.MultiHeadAttention's", hint)
 
 
+# Where dropout acts (train mode). The probe gives the module T one-hot tokens, values that write
+# token j's one-hot vector twice into every head (at slots j and T + j of its Dh = 2T) and an identity
+# out_proj: its output then spells out each head's weights (B, H, T, T) twice over. Dropout on the
+# weights zeroes both copies of a weight and scales both by 1/(1-p); anything else shows.
+_PROBE_T, _PROBE_H, _PROBE_P = 4, 2, 0.5
+_PROBE = _config(_PROBE_T, 2 * _PROBE_T * _PROBE_H, _PROBE_T + 2, _PROBE_H, dropout=_PROBE_P)
+_ON_OUTPUT = (
+    "in train mode your dropout zeroes single numbers of the output (B, T, d_out), not whole attention "
+    "weights.\n   hint: dropout belongs on the attention weights (B, H, T, T), right after the softmax "
+    "(`self.dropout(attn_weights)`), not on the context or on the module's output"
+)
+_ON_SCORES = (
+    "in train mode no attention weight is ever zeroed: each row still sums to 1.\n   hint: dropout on the "
+    "scores before the softmax drops nothing, because the softmax renormalises (a score set to 0 still "
+    "gets weight exp(0)); apply dropout to the weights, after the softmax"
+)
+_NO_RESCALE = (
+    "in train mode the weights dropout keeps are not scaled up.\n   hint: you drop weights without the "
+    "rescale: scale the kept ones by 1/(1-p), as nn.Dropout does, so that each weight keeps its expected "
+    "value"
+)
+_RENORMALISED = (
+    "in train mode the weights dropout keeps sum to 1 again.\n   hint: dropout rescales the kept weights by "
+    "1/(1-p) only; do not renormalise them"
+)
+
+
+def _probe_weights() -> dict[str, torch.Tensor]:
+    """The probe's weights, by parameter name: random queries and keys, the one-hot values, out_proj = I."""
+    t, d = _PROBE_T, _PROBE["d_out"]
+    gen = generator(57)
+    one_hot_twice = torch.cat([torch.eye(t), torch.eye(t)]).repeat(_PROBE_H, 1)  # (H * 2T, T) = (D, Din)
+    return {
+        "W_query.weight": torch.randn(d, t, generator=gen),
+        "W_key.weight": torch.randn(d, t, generator=gen),
+        "W_value.weight": one_hot_twice,
+        "out_proj.weight": torch.eye(d),
+        "out_proj.bias": torch.zeros(d),
+    }
+
+
+def _spelled(out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two copies of the weights that a probe's output spells out, each (B, H, T, T)."""
+    b, t = out.shape[:2]
+    copies = out.reshape(b, t, _PROBE_H, 2, t).permute(
+        3, 0, 2, 1, 4
+    )  # (B, Tq, H, 2, Tk) -> (2, B, H, Tq, Tk)
+    return copies[0], copies[1]
+
+
+def _dropout_where(fitted: Callable[..., nn.Module]) -> str | None:
+    """Exercise 5.5's dropout in train mode: on the weights (B, H, T, T), after the softmax, rescaled."""
+    x = torch.eye(_PROBE_T).expand(3, _PROBE_T, _PROBE_T).clone()  # (B, T, Din): token t is e_t
+    module, reference = fitted(_PROBE, (x,)), _reference_module(_PROBE)
+    load_by_name(module, _probe_weights())
+    load_by_name(reference, _probe_weights())
+    with torch.no_grad(), seeded(7):
+        weights, _ = _spelled(reference.eval()(x))
+        out = module.train()(x)
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (*x.shape[:2], _PROBE["d_out"]):
+        return None  # the cases have spoken about shapes
+    first, second = _spelled(out)
+    if not torch.allclose(first, second, atol=1e-5, equal_nan=True):
+        return _ON_OUTPUT
+    clean = ~first.isnan().any(dim=-1, keepdim=True)  # (B, H, T, 1): rows without a nan (0/0, -inf * 0)
+    visible = (weights > 0) & clean  # (B, H, T, T)
+    zeroed = visible & (first.abs() <= 1e-7)
+    if not zeroed.any():
+        return _ON_SCORES
+    kept = visible & ~zeroed
+    ratio = first[kept] / weights[kept]
+    if torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - _PROBE_P)), rtol=1e-4):
+        return None
+    if torch.allclose(ratio, torch.ones_like(ratio), rtol=1e-4):
+        return _NO_RESCALE
+    rows = kept.any(dim=-1)  # (B, H, T): clean rows with a weight kept
+    if torch.allclose(first.sum(dim=-1)[rows], torch.tensor(1.0), atol=1e-4):
+        return _RENORMALISED
+    return (
+        f"in train mode with dropout={_PROBE_P} the weights dropout keeps are scaled by "
+        f"{float(ratio.median()):.3g}, not by 1/(1-p) = {1 / (1 - _PROBE_P):g}.\n   hint: divide the kept "
+        "weights by 1 - p, with p the constructor's `dropout` argument (nn.Dropout(dropout) does it), "
+        "and drop only once, on the weights"
+    )
+
+
 @functools.cache
 def _module_exercise() -> ModuleExercise:
     """Exercise 5.5's spec, built at its first check, not at import (which stays light)."""
@@ -474,6 +562,8 @@ def _module_exercise() -> ModuleExercise:
             "< context_length": "this is a case with T shorter than context_length: if your mask is the "
             "(context_length, context_length) buffer, cut it to the tokens there are, [:T, :T]"
         },
+        dropout_where=_dropout_where,
+        forbidden=[own(MultiHeadAttention)],
     )
 
 
@@ -486,6 +576,8 @@ def multihead_module(student_cls: object) -> Verdict:
     bias=qkv_bias)``) and ``out_proj`` (``nn.Linear(d_out, d_out)``), and compares
     ``module(x)``, ``x`` ``(B, T, d_in)`` -> ``(B, T, d_out)``, in eval mode and in train mode
     with dropout 0; in eval mode with dropout on, two calls must agree. Last, in train mode with
-    dropout 0.5, two calls must differ.
+    dropout 0.5, two calls must differ, and dropout must act on the attention weights ``(B, H, T, T)``
+    after the softmax, scaling the kept ones by ``1/(1-p)``: a probe whose values and ``out_proj``
+    make the output spell out the weights shows where it acts.
     """
     return check_module(_module_exercise(), student_cls)

@@ -28,6 +28,7 @@ from ._core import (
     run_check,
     seeded,
 )
+from ._reach import own
 
 __all__ = ["context_size", "pad_batch", "reverse_source"]
 
@@ -68,7 +69,7 @@ def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Ver
             lambda seqs, pad_id: pad_sequences(seqs, pad_id).tolist(),
         ),
     ]
-    verdict = run_check(title, student_fn, pad_sequences, cases, mistakes)
+    verdict = run_check(title, student_fn, pad_sequences, cases, mistakes, forbidden=[own(pad_sequences)])
     return require_integer_ids(verdict, title, student_fn, cases[0])
 
 

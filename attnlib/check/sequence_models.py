@@ -21,11 +21,39 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim import adam
 
 from ..training import sequence_loss
-from ._core import Case, Mistake, Verdict, run_check
+from ._core import Case, Mistake, Verdict, generator, run_check, seeded
+from ._reach import own, torch_api
 
 __all__ = ["accumulated_step", "adam_steps", "gru_cell", "sequence_cross_entropy"]
+
+
+#: Out of reach while exercises 6.1, 6.2 and 6.4 run: what torch already has for each.
+GRU_FORBIDDEN = (
+    torch_api(
+        "nn.GRUCell",
+        (nn.GRUCell, "__init__"),
+        (nn.GRUCell, "forward"),
+        (torch, "gru_cell"),
+        hint="compute the gates from the formulas, with the weights you are given",
+    ),
+    torch_api("nn.GRU", (nn.GRU, "__init__"), (nn.GRU, "forward"), (torch, "gru")),
+)
+CROSS_ENTROPY = torch_api(
+    "F.cross_entropy",
+    (F, "cross_entropy"),
+    hint="take log-probabilities with torch.log_softmax, then pick each gold token's entry",
+)
+ADAM = torch_api(
+    "torch.optim.Adam",
+    (torch.optim.Adam, "__init__"),
+    (torch.optim.Adam, "step"),
+    (adam, "adam"),
+    (torch.optim._functional, "adam"),
+    hint="keep m and v yourself and update them at every step, as the formulas say",
+)
 
 
 # --- Exercise 6.1: a GRU cell ------------------------------------------------------------
@@ -81,7 +109,7 @@ def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     (``weight_ih`` ``(3H, D)``, ``weight_hh`` ``(3H, H)``, biases ``(3H,)``, rows in the order
     reset ``r``, update ``z``, new ``n``); returns ``h_new`` ``(B, H)`` as ``nn.GRUCell`` does.
     """
-    gen = torch.Generator().manual_seed(61)
+    gen = generator(61)
 
     def case(name: str, b: int, d: int, hidden: int, scale: float = 1.0, zero_h: bool = False) -> Case:
         h = torch.zeros(b, hidden) if zero_h else torch.randn(b, hidden, generator=gen)
@@ -137,7 +165,9 @@ def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             _gru_variant(out="n"),
         ),
     ]
-    return run_check("Exercise 6.1 — a GRU cell", student_fn, _reference_gru_cell, cases, mistakes)
+    return run_check(
+        "Exercise 6.1 — a GRU cell", student_fn, _reference_gru_cell, cases, mistakes, forbidden=GRU_FORBIDDEN
+    )
 
 
 # --- Exercise 6.2: cross-entropy over a padded batch --------------------------------------
@@ -150,7 +180,7 @@ def _token_nll(logits: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
 
 
 def _loss_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(62)
+    gen = generator(62)
 
     def padded(b: int, lengths: list[int], v: int, pad_id: int, scale: float = 1.0) -> tuple:
         t = max(lengths)
@@ -237,6 +267,7 @@ def sequence_cross_entropy(student_fn: Callable[..., Any]) -> Verdict:
         _reference_loss,
         _loss_cases(),
         mistakes,
+        forbidden=[own(sequence_loss), CROSS_ENTROPY],
     )
 
 
@@ -257,7 +288,7 @@ class _TinyLM(nn.Module):
 
 def _micro_batches(seed: int, groups: tuple[tuple[int, ...], ...]) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One padded ``(src, tgt)`` micro-batch per group of lengths; ``tgt`` = SOS ids EOS PAD..."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     out = []
     for lengths in groups:
         rows = [[1, *torch.randint(3, 7, (n,), generator=gen).tolist(), 2] for n in lengths]
@@ -301,8 +332,7 @@ def _run_updates(
     SGD, not Adam: Adam undoes a constant rescaling of the gradient, so a wrong weighting
     or a missing clip would hardly show after two updates.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         model = _TinyLM()
     before = torch.cat([p.detach().flatten() for p in model.parameters()])
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -445,7 +475,7 @@ def _adam_variant(
 
 
 def _adam_cases() -> list[Case]:
-    gen = torch.Generator().manual_seed(64)
+    gen = generator(64)
 
     def grads(n: int, *shape: int, spread: float = 0.0) -> list[torch.Tensor]:
         return [
@@ -508,5 +538,10 @@ def adam_steps(student_fn: Callable[..., Any]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 6.4 — Adam, step by step", student_fn, _reference_adam, _adam_cases(), mistakes
+        "Exercise 6.4 — Adam, step by step",
+        student_fn,
+        _reference_adam,
+        _adam_cases(),
+        mistakes,
+        forbidden=[ADAM],
     )

@@ -18,8 +18,21 @@ from typing import Any
 
 import torch
 
+from .. import SelfAttention, SelfAttentionV1
 from .. import scaled_dot_product_attention as _sdpa
-from ._core import FAIL, Case, Mistake, Verdict, check_answer, combined, predictions_not_yet, randn, run_check
+from ._core import (
+    FAIL,
+    Case,
+    Mistake,
+    Verdict,
+    check_answer,
+    combined,
+    generator,
+    predictions_not_yet,
+    randn,
+    run_check,
+)
+from ._reach import own
 from .dot_product_attention import INPUTS
 
 __all__ = ["cross_attention", "cross_attention_shapes", "drop_the_scale", "fixed_self_attention"]
@@ -58,7 +71,7 @@ def _from_roles(q_from: str, k_from: str, v_from: str) -> Callable[..., torch.Te
 
 
 def _cross_case(b: int, tq: int, tk: int, dq: int, dkv: int, dk: int, dv: int, seed: int) -> tuple:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     return (
         torch.randn(b, tq, dq, generator=gen),  # x_q
         torch.randn(b, tk, dkv, generator=gen),  # x_kv
@@ -158,7 +171,7 @@ def _buggy_self_attention(
 
 
 def _seeded_weights(d_in: int, d_out: int, seed: int) -> tuple[torch.Tensor, ...]:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     return tuple(torch.rand(d_in, d_out, generator=gen) for _ in range(3))
 
 
@@ -186,7 +199,14 @@ def fixed_self_attention(
             lambda x, wq, wk, wv: _sdpa(x @ wq, x @ wk, x @ wv, scale=1.0)[0],
         ),
     ]
-    return run_check("Exercise 2.2 — find the bug", student_fn, _self_attention, cases, mistakes)
+    return run_check(
+        "Exercise 2.2 — find the bug",
+        student_fn,
+        _self_attention,
+        cases,
+        mistakes,
+        forbidden=[own(SelfAttentionV1), own(SelfAttention)],
+    )
 
 
 def cross_attention_shapes(context_shape: Any, weights_shape: Any) -> Verdict:

@@ -33,6 +33,7 @@ from .. import (
     FeedForward,
     LayerNorm,
     MultiHeadAttention,
+    add_norm,
     causal_mask,
     combine_masks,
     length_mask,
@@ -47,8 +48,10 @@ from ._core import (
     check_answer,
     combined,
     describe,
+    generator,
     predictions_not_yet,
     run_check,
+    same,
     seeded,
     slips,
     whole_number,
@@ -62,6 +65,7 @@ from ._modules import (
     received,
     sublayers,
 )
+from ._reach import own, torch_api
 
 __all__ = [
     "cross_attention_mask",
@@ -176,7 +180,7 @@ def _rms(
 
 
 def _rms_case(name: str, shape: tuple[int, ...], eps: float, seed: int, *, offset: float = 2.0) -> Case:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     x = torch.randn(shape, generator=gen) * 1.5 + offset  # tokens whose features do not average to 0
     return Case(name, (x, 1.0 + 0.5 * torch.randn(shape[-1], generator=gen), eps))
 
@@ -235,7 +239,15 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
         *slips(_rms, then),
     ]
-    return run_check("Exercise 10.2 — RMSNorm", student_fn, _reference_rms_norm, cases, mistakes)
+    rms_norm = torch_api(
+        "F.rms_norm",
+        (nn.functional, "rms_norm"),
+        (torch, "rms_norm"),
+        hint="take LayerNorm's formula and drop the mean, as the exercise says",
+    )
+    return run_check(
+        "Exercise 10.2 — RMSNorm", student_fn, _reference_rms_norm, cases, mistakes, forbidden=[rms_norm]
+    )
 
 
 def _reference_cross_mask(src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -330,7 +342,7 @@ def _decoder_experiment() -> tuple[Any, ...]:
     with seeded(0):
         layer = DecoderLayer(dim, 2, 32, dropout=0.0).eval()
         embedding = torch.nn.Embedding(10, dim)
-    gen = torch.Generator().manual_seed(5)
+    gen = generator(5)
     memory = torch.randn(1, 5, dim, generator=gen)  # (1, Ts, D): an encoder's output
     tokens = torch.tensor([[3, 4, 5, 6]])  # (1, Tt): distinct target tokens
 
@@ -417,6 +429,8 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
 #: Exercises 10.4 and 10.6 build ``MyEncoderLayer(dim, n_heads, hidden_dim, dropout)`` (and
 #: ``MyDecoderLayer``) with these values first.
 LAYER_ARGS = DECODER_ARGS = (8, 2, 16, 0.1)
+#: The seed the train-mode probe calls a layer under (the engine calls the cases under its own).
+CALL_SEED = 7
 #: A layer's sublayers by kind: attnlib's attentions, its feed-forwards, the norms (attnlib's or PyTorch's).
 _KINDS = (MultiHeadAttention, FeedForward, (LayerNorm, nn.LayerNorm))
 
@@ -432,7 +446,7 @@ def _reference(decoder: bool, dim: int, n_heads: int, hidden_dim: int, dropout: 
             layer = DecoderLayer(dim, n_heads, hidden_dim, dropout)
         else:
             layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
-    gen = torch.Generator().manual_seed((11 if decoder else 7) * dim + n_heads)
+    gen = generator((11 if decoder else 7) * dim + n_heads)
     with torch.no_grad():
         for norm in sublayers(layer, LayerNorm)[0]:
             norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
@@ -526,16 +540,28 @@ def _fit(layer: nn.Module, args: tuple, *inputs: Any, decoder: bool) -> None:
     )
 
 
-def _wired(x, steps, norms, *, style, order="012", norm="012", skip="hhh", read="hhh"):
+def _wired(
+    x, steps, norms, *, style, order="012", norm="012", skip="hhh", read="hhh", drop=None, dropped="ooo"
+):
     """A layer of residual sublayers with the reference's weights, wired as ``style`` says: "pre"
     ``h + f(norm(h))`` (pre-LN), "post" ``norm(h + f(h))`` (post-LN), "after" ``h + norm(f(h))``,
     "both" ``norm(h) + f(norm(h))``. The typical slips turn the other knobs, one character per
     sublayer: ``order`` which sublayer comes, ``norm`` which norm it uses, ``skip`` what its residual
-    adds (``h`` its input, ``x`` the layer's input, ``0`` nothing), ``read`` what it reads (h or x)."""
+    adds (``h`` its input, ``x`` the layer's input, ``0`` nothing), ``read`` what it reads (h or x),
+    and in train mode (``drop`` a dropout) ``dropped`` where ``drop`` acts: on the sublayer's output
+    (``o``, the paper's), on the residual sum (``s``), after the norm of a post-LN sum (``n``), or
+    nowhere (``-``)."""
     h = x
     for i in range(len(steps)):
         f, n = steps[int(order[i])], norms[int(norm[i])]
         source, residual = (x if read[i] == "x" else h), {"h": h, "x": x, "0": 0}[skip[i]]
+        if drop is not None:  # train mode ("pre" or "post"): dropout where `dropped` says
+            y = f(n(source)) if style == "pre" else f(source)
+            total = residual + (drop(y) if dropped[i] == "o" else y)
+            total = drop(total) if dropped[i] == "s" else total
+            h = total if style == "pre" else n(total)
+            h = drop(h) if dropped[i] == "n" else h
+            continue
         if style == "pre":
             h = residual + f(n(source))
         elif style == "post":
@@ -715,7 +741,7 @@ def _layer_case(
     """An encoder layer's inputs ``(x, mask)`` or, given ``src_lengths``, a decoder layer's ``(x, memory,
     src_mask, tgt_mask)``: sentences of these real lengths, random vectors at the padded slots too.
     ``masks``: "padding", "none", or "full" (the decoder's target mask: padding & causal)."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     t = max(lengths)
     x = torch.randn(len(lengths), t, args[0], generator=gen) * 2  # (B, T, D)
     mask = None if masks == "none" else length_mask(lengths, t)  # (B, 1, 1, T)
@@ -728,6 +754,86 @@ def _layer_case(
     return Case(name, (args, x, memory, None if masks == "none" else length_mask(src_lengths, ts), mask))
 
 
+#: The train-mode probe of 10.4 and 10.6: a layer built with this dropout, its sublayers in eval mode
+#: (so that only the layer's own dropout draws), against attnlib's wiring under the same seed.
+_PROBE_ARGS = (8, 2, 16, 0.5)
+_NOT_ON_OUTPUTS = (
+    "in train mode your layer drops nothing outside its sublayers.\n   hint: apply dropout to each "
+    "sublayer's output before it is added to the residual, x + dropout(sublayer(...)) (Vaswani et al., "
+    "2017, section 5.4, 'Residual Dropout'); the dropout inside the attention and the feed-forward is "
+    "another one"
+)
+#: (what is wrong and its hint, where dropout acts in each sublayer as _wired's ``dropped`` says).
+_TRAIN_SLIPS = [
+    (
+        "in train mode your layer drops the residual sum, not the sublayer's output.\n   hint: dropout on "
+        "the residual sum also drops the input x that the residual connection must carry through "
+        "unchanged: drop only the sublayer's output, x + dropout(sublayer(...))",
+        "sss",
+    ),
+    (
+        "in train mode your layer drops the normalised sum, after each norm.\n   hint: the paper drops each "
+        "sublayer's output before the residual add and the norm: norm(x + dropout(sublayer(x)))",
+        "nnn",
+    ),
+]
+_SOME_OUTPUTS = (
+    "in train mode your layer drops the output of only some of its sublayers.\n   hint: every sublayer "
+    "gets its dropout before its residual add: x + dropout(sublayer(...)) for each of them"
+)
+
+
+def _layer_dropout_where(fitted: Callable[..., nn.Module], *, decoder: bool) -> str | None:
+    """10.4 and 10.6 in train mode: the sublayers built with the layer's dropout, and dropout on each
+    sublayer's output before its residual add (Vaswani et al., 2017, §5.4), nowhere else."""
+    count = 3 if decoder else 2
+    case = _layer_case(
+        "", 115, [5, 3], [4, 5] if decoder else None, "full" if decoder else "padding", _PROBE_ARGS
+    )
+    inputs = case.args[1:]
+    layer = fitted(_PROBE_ARGS, inputs)
+    attentions, ffns, _ = sublayers(layer, *_KINDS)
+    rates = {m.p for sub in (*attentions, *ffns) for m in sub.modules() if isinstance(m, nn.Dropout)}
+    if rates != {_PROBE_ARGS[3]}:
+        return (
+            f"built with dropout={_PROBE_ARGS[3]}, your layer's sublayers drop with "
+            f"p = {', '.join(f'{r:g}' for r in sorted(rates)) or 'nothing'}.\n   hint: pass the layer's "
+            "`dropout` on to each MultiHeadAttention and to the FeedForward (they drop the attention "
+            "weights and the hidden layer); do not build them with dropout=0.0"
+        )
+    layer.train()
+    for sub in (*attentions, *ffns):
+        sub.eval()  # only the layer's own dropout draws
+    variant = _decoder_variant if decoder else _encoder_variant
+    style = "post" if decoder else "pre"
+
+    def drop(y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.dropout(y, _PROBE_ARGS[3], training=True)
+
+    def wired(dropped: str) -> torch.Tensor:
+        with seeded(CALL_SEED):
+            return variant(_PROBE_ARGS, *inputs, style=style, drop=drop, dropped=dropped)
+
+    with torch.no_grad():
+        with seeded(CALL_SEED):
+            got = layer(*inputs[: 4 if decoder else 2])
+        if same(got, wired("o" * count)):
+            return None
+        if same(got, wired("-" * count)):
+            return _NOT_ON_OUTPUTS
+        for problem, dropped in _TRAIN_SLIPS:
+            if same(got, wired(dropped[:count])):
+                return problem
+        for some in itertools.product("o-", repeat=count):
+            if same(got, wired("".join(some))):
+                return _SOME_OUTPUTS
+    return (
+        "in train mode your layer's output differs from attnlib's under the same random draws.\n   hint: "
+        "drop each sublayer's output, and nothing else, with the layer's `dropout`, before its residual "
+        "add: x + dropout(sublayer(...)) (Vaswani et al., 2017, section 5.4)"
+    )
+
+
 def _layer_exercise(decoder: bool, **declared: Any) -> ModuleExercise:
     """A spec of exercise 10.4 or 10.6: what it ``declared``, and what the two declare alike (the
     constructor, the reference, how its weights fit, the dropout probe on the padded second case)."""
@@ -738,6 +844,8 @@ def _layer_exercise(decoder: bool, **declared: Any) -> ModuleExercise:
         fit=functools.partial(_fit, decoder=decoder),
         rebuilds=f"attnlib's {'De' if decoder else 'En'}coderLayer",
         eval_probe=1,
+        dropout_where=functools.partial(_layer_dropout_where, decoder=decoder),
+        forbidden=[own(DecoderLayer if decoder else EncoderLayer), own(add_norm)],
         **declared,
     )
 

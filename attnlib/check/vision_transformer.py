@@ -18,7 +18,8 @@ from .. import VisionTransformer
 from ..blocks import sinusoidal_encoding
 from ..vit import resize_pos_embed as reference_resize_pos_embed
 from ..vit import sincos_2d_position_embedding
-from ._core import Case, Mistake, Verdict, check_answer, run_check
+from ._core import Case, Mistake, Verdict, check_answer, generator, run_check, seeded
+from ._reach import own
 
 __all__ = ["mean_occlusion_drop", "resize_pos_embed", "sincos_2d", "vit_attention_shape"]
 
@@ -83,6 +84,7 @@ def sincos_2d(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
         sincos_2d_position_embedding,
         cases,
         mistakes,
+        forbidden=[own(sincos_2d_position_embedding)],
     )
 
 
@@ -114,7 +116,7 @@ def _resized_with_cls(pos_embed: torch.Tensor, new: int) -> torch.Tensor:
 
 
 def _pos_embed(seed: int, g: int, d: int) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     return torch.randn(1, 1 + g * g, d, generator=gen)
 
 
@@ -168,6 +170,7 @@ def resize_pos_embed(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) ->
         cases,
         mistakes,
         atol=1e-5,
+        forbidden=[own(reference_resize_pos_embed)],
     )
 
 
@@ -228,8 +231,7 @@ def vit_attention_shape(answer: object) -> Verdict:
 def _case(patch_size: int, seed: int, image: torch.Tensor, fill: torch.Tensor) -> Case:
     """A small random model with sharpened weights (so occlusion moves its probabilities visibly)
     and, as the label, its SECOND most likely class for ``image`` (so the predicted class differs)."""
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(seed)
+    with seeded(seed), torch.no_grad():
         model = VisionTransformer(8, patch_size, 1, 10, embed_dim=16, depth=2, num_heads=2).eval()
         model.patch_embed.proj.weight.mul_(4.0)
         model.head.weight.mul_(4.0)
@@ -275,7 +277,7 @@ def mean_occlusion_drop(
     """Exercise 14.4: ``student_fn(model, image, label, fill)`` -> ``(N,)``: how much the probability
     of ``label`` falls when patch ``k`` (row by row) is replaced by the same patch of ``fill``,
     an image ``(C, Hi, Wi)`` such as the training mean."""
-    g = torch.Generator().manual_seed(0)
+    g = generator(0)
     images = torch.rand(3, 1, 8, 8, generator=g)
     fill = torch.rand(1, 8, 8, generator=g) * 0.5 + 0.25  # varies across the image, never 0
     cases = [

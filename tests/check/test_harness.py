@@ -22,9 +22,10 @@ import torch
 from attnlib import check
 from tests import ROOT
 from tests.check.answers import Given
+from tests.check.test_reach import bindings
 from tests.check.verdicts import stub
 
-KINDS = ("RIGHT", "WRONG", "TOLD", "NOT_YET", "CRASHES")
+KINDS = ("RIGHT", "WRONG", "OUT_OF_REACH", "TOLD", "NOT_YET", "CRASHES")
 WORDS = {"pass": "Passed", "todo": "Not yet", "fail": "Wrong", "error": "Error"}  # how each message begins
 TABLES_DIR = Path(__file__).parent / "answers"
 
@@ -69,8 +70,8 @@ def _entries(kind: str) -> list:
     for module, table in TABLES.items():
         for name, entries in getattr(table, kind, {}).items():
             for i, entry in enumerate(entries):
-                answer = entry[0] if kind in ("WRONG", "TOLD", "CRASHES") else entry
-                label = entry[1] if kind == "WRONG" else _name(answer).split(" (")[0]
+                answer = entry[0] if kind in ("WRONG", "OUT_OF_REACH", "TOLD", "CRASHES") else entry
+                label = entry[1] if kind in ("WRONG", "OUT_OF_REACH") else _name(answer).split(" (")[0]
                 label = label if len(label) <= 48 else label[:45] + "..."
                 params.append(
                     pytest.param(module, name, i, entry, id=f"{_notebook(module)}.{name}-{i}-{label}")
@@ -137,6 +138,25 @@ def test_a_right_answer_passes(module, name, i, answer):
     tried.seed_left_alone()
 
 
+# nbgrader's test cells run every check a second time on hidden cases (tools/course.py, DRAWS):
+# the same cases drawn from shifted seeds. A right answer must pass those too, with any shift.
+@pytest.mark.parametrize("shift", [1000, 7])
+@pytest.mark.parametrize(("module", "name", "i", "answer"), _entries("RIGHT"))
+def test_a_right_answer_passes_the_hidden_cases(module, name, i, answer, shift):
+    with check._core.other_draws(shift):
+        tried = Tried(module, name, i, answer, f"RIGHT (hidden cases, seeds + {shift})")
+    assert tried.verdict and tried.verdict.status == "pass", f"{tried.where} should pass:\n{tried.message}"
+    tried.seed_left_alone()
+
+
+def test_hidden_cases_draw_other_numbers_and_only_inside():
+    before = check._core.randn(3, seed=1)
+    with check._core.other_draws(1000):
+        hidden = check._core.randn(3, seed=1)
+        assert torch.equal(hidden, torch.randn(3, generator=torch.Generator().manual_seed(1001)))
+    assert not torch.equal(before, hidden) and torch.equal(before, check._core.randn(3, seed=1))
+
+
 @pytest.mark.parametrize(("module", "name", "i", "entry"), _entries("WRONG"))
 def test_a_typical_mistake_gets_its_hint(module, name, i, entry):
     answer, hint = entry
@@ -150,6 +170,23 @@ def test_a_typical_mistake_gets_its_hint(module, name, i, entry):
     assert "hint:" in tried.message and hint in tried.message, (
         f"{tried.where} should get the hint {hint!r}:\n{tried.message}"
     )
+    tried.seed_left_alone()
+
+
+@pytest.mark.parametrize(("module", "name", "i", "entry"), _entries("OUT_OF_REACH"))
+def test_the_librarys_answer_is_out_of_reach(module, name, i, entry):
+    """Handing back attnlib's own answer, or calling a torch function the exercise forbids, is
+    "Wrong" and names it; afterwards every name is bound as before (tests/check/test_reach.py)."""
+    answer, names = entry
+    before = bindings()
+    tried = Tried(module, name, i, answer, "OUT_OF_REACH")
+    assert not tried.verdict and tried.verdict.status == "fail", (
+        f"{tried.where} should be wrong:\n{tried.message}"
+    )
+    assert tried.message.startswith("Wrong: "), f"{tried.where}:\n{tried.message}"
+    assert "hint:" in tried.message, f"{tried.where}:\n{tried.message}"
+    assert names in tried.message, f"{tried.where} should say {names!r}:\n{tried.message}"
+    assert bindings() == before, f"{tried.where}: a name out of reach was not put back"
     tried.seed_left_alone()
 
 

@@ -5,6 +5,8 @@ A table declares, by the name of a check in its module's ``__all__``:
 
 - ``RIGHT``: answers that pass;
 - ``WRONG``: typical mistakes, ``(answer, hint)``: the check says "Wrong" and gives that hint;
+- ``OUT_OF_REACH``: the library's own answer, or a torch function the exercise forbids, handed back,
+  ``(answer, text)``: "Wrong", naming what it reached (``"calls attnlib's own `top_p_logits`"``);
 - ``TOLD``: other answers refused in words, ``(answer, status, *texts)``: the verdict has that
   status ("fail" or "error") and its message names each text (bad input, a mistake no hint
   models, a wrong shape);

@@ -69,7 +69,7 @@ class MyAdditiveAttention(nn.Module):
 
 RIGHT = {
     "precomputed_scores": [right_all_steps, right_all_steps_einsum],
-    "decoder_step": [right_step, lambda d, x, h, c, enc, m: d(x, h, c, enc, m)],
+    "decoder_step": [right_step],
     "additive_module": [MyAdditiveAttention],
 }
 
@@ -175,6 +175,13 @@ TOLD = {
         (lambda q, k, m: None, "fail", "expected a class"),
         (NotAModule, "fail", "is not an nn.Module"),
         (OtherSignature, "fail", "passing each argument by that name"),
+    ],
+}
+
+# ----------------------------------------------------------------------------- out of reach
+OUT_OF_REACH = {
+    "decoder_step": [
+        (lambda d, x, h, c, enc, m: d(x, h, c, enc, m), "calls attnlib's own `DecoderWithAttention.forward`"),
     ],
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+import attnlib
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
 
@@ -27,7 +28,7 @@ def cosine_context_with_torch(inputs):
 
 
 RIGHT = {
-    "softmax": [softmax_ok, lambda s: torch.softmax(s, dim=-1)],
+    "softmax": [softmax_ok],
     "cosine_context_vectors": [cosine_context_ok, cosine_context_with_torch],
     "top_token": [given("with")],
 }
@@ -43,6 +44,25 @@ def _exp_over_sum(dim=-1, keepdim=True):
     return fn
 
 
+def _minus(shift, keepdim=True):
+    """exp(s - shift(s)) over its sum along the last axis (with or without keepdim)."""
+
+    def fn(s):
+        e = torch.exp(s - shift(s))
+        return e / e.sum(dim=-1, keepdim=keepdim)
+
+    return fn
+
+
+def _max_on_top_only(s):  # the shift in the numerator, not in the sum
+    return torch.exp(s - s.amax(dim=-1, keepdim=True)) / torch.exp(s).sum(dim=-1, keepdim=True)
+
+
+def _over_the_mean(s):  # divided by the mean instead of the sum
+    e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+    return e / e.mean(dim=-1, keepdim=True)
+
+
 def _unit(x, dim=-1):
     return x / x.norm(dim=dim, keepdim=True)
 
@@ -56,10 +76,16 @@ WRONG = {
         (_exp_over_sum(), "overflows"),
         (lambda s: torch.exp(s), "do not sum to 1"),
         (lambda s: torch.exp(s - s.amax(dim=-1, keepdim=True)), "do not sum to 1"),
-        (lambda s: torch.softmax(s, dim=0), "wrong dimension"),
         (_exp_over_sum(dim=0), "wrong dimension"),
         (_exp_over_sum(dim=None), "sum of *every* entry"),
         (_exp_over_sum(keepdim=False), "keepdim=True"),
+        (_minus(lambda s: s.amax()), "not the maximum of the whole tensor"),
+        (_minus(lambda s: s.max()), "not the maximum of the whole tensor"),
+        (_minus(lambda s: s.amax(dim=-1)), "`x.amax(dim=-1)` loses the last axis"),
+        (_minus(lambda s: s.max(dim=-1).values), "`x.amax(dim=-1)` loses the last axis"),
+        (_minus(lambda s: s.amax(dim=-1), keepdim=False), "the maximum and the sum both need"),
+        (_max_on_top_only, "does not sum to 1 along the last axis"),
+        (_over_the_mean, "does not sum to 1 along the last axis"),
     ],
     "cosine_context_vectors": [
         (_context_from(lambda x: _unit(x) @ _unit(x).T, _unit), "not the normalised vectors"),
@@ -88,6 +114,22 @@ WRONG = {
 }
 
 TOLD = {"top_token": [(given(3), "fail", "as a string")]}
+
+# ----------------------------------------------------------------------------- out of reach
+SOFTMAX = "calls `torch.softmax`"
+OUT_OF_REACH = {
+    "softmax": [
+        (lambda s: torch.softmax(s, dim=-1), SOFTMAX),
+        (lambda s: torch.softmax(s, dim=0), SOFTMAX),
+        (lambda s: s.softmax(dim=-1), SOFTMAX),
+        (lambda s: F.softmax(s, dim=-1), SOFTMAX),
+        (lambda s: torch.nn.Softmax(dim=-1)(s), SOFTMAX),
+        (lambda s: torch.special.softmax(s, dim=-1), SOFTMAX),
+        (attnlib.masked_softmax, "hands back attnlib's own `masked_softmax`"),
+        (lambda s: attnlib.masked_softmax(s), "calls attnlib's own `masked_softmax`"),
+        (lambda s: attnlib.online_softmax(s, 2), "calls attnlib's own `online_softmax`"),
+    ],
+}
 
 # ----------------------------------------------------------------------------- not yet / crashes
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+import attnlib
+from attnlib.sampling import top_p_logits
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
 
@@ -68,6 +70,29 @@ def _keep(logits, k, fill=float("-inf"), strict=False):
     return logits.masked_fill(logits <= kth if strict else logits < kth, fill)
 
 
+def _exactly_k(logits, temperature, top_k):
+    # torch.topk's k positions: of the tokens tied with the k-th, only those it happens to return.
+    if top_k is not None:
+        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, torch.topk(logits, top_k).indices, True)
+        logits = logits.masked_fill(~keep, float("-inf"))
+    return torch.softmax(logits / temperature, dim=-1)
+
+
+def _first_k_sorted(logits, temperature, top_k):
+    # The k first of a stable sort: ties broken by position, still exactly k tokens.
+    if top_k is not None:
+        order = logits.argsort(dim=-1, descending=True, stable=True)
+        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order[..., :top_k], True)
+        logits = logits.masked_fill(~keep, float("-inf"))
+    return torch.softmax(logits / temperature, dim=-1)
+
+
+def _heated_numerator(logits, temperature, top_k):
+    # The temperature in exp(.) on top but not in the sum below it.
+    kept = _keep(logits, top_k)
+    return torch.exp(kept / temperature) / torch.exp(kept).sum(-1, keepdim=True)
+
+
 def _nucleus(logits, p, descending=True, total_from=1, keep_top=True, fill=float("-inf")):
     # total_from=1 compares the mass before each token with p (right), 0 the mass including it.
     probs, order = torch.softmax(logits, -1).sort(-1, descending=descending)
@@ -120,6 +145,9 @@ WRONG = {
         (lambda x, t, k: torch.softmax(x / t, -1), "top_k was ignored"),
         (lambda x, t, k: torch.softmax(_keep(x, k), -1), "temperature was ignored"),
         (lambda x, t, k: torch.softmax(_keep(x, k) / t, 0), "the last axis (dim=-1)"),
+        (_exactly_k, "keeps exactly k tokens; the text says keep ties with the k-th"),
+        (_first_k_sorted, "keeps exactly k tokens; the text says keep ties with the k-th"),
+        (_heated_numerator, "does not sum to 1 along the last axis"),
     ],
     "top_p_logits": [
         (lambda x, p: _nucleus(x, p, descending=False), "descending=True"),
@@ -188,6 +216,36 @@ WRONG = {
 }
 
 TOLD = {"kv_cache_memory": [(given("576 MiB"), "fail", "expected a number", "str '576 MiB'")]}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _cache_by_library(query, key, value, k_cache, v_cache):
+    cache = attnlib.KVCache(1)
+    cache.append(0, k_cache, v_cache)
+    keys, values = cache.append(0, key, value)
+    context, _ = attnlib.scaled_dot_product_attention(query, keys, values)
+    return context, keys, values
+
+
+OUT_OF_REACH = {
+    "sampling_probs": [
+        (attnlib.next_token_probs, "hands back attnlib's own `next_token_probs`"),
+        (lambda x, t, k: attnlib.next_token_probs(x, t, k), "calls attnlib's own `next_token_probs`"),
+        (
+            lambda x, t, k: torch.softmax(attnlib.sampling.top_k_logits(x, k) / t, dim=-1),
+            "calls attnlib's own `top_k_logits`",
+        ),
+    ],
+    "top_p_logits": [
+        (attnlib.top_p_logits, "hands back attnlib's own `top_p_logits`"),
+        (lambda x, p: top_p_logits(x, p), "calls attnlib's own `top_p_logits`"),
+        (  # through the sampler that calls it
+            lambda x, p: x.masked_fill(attnlib.next_token_probs(x, top_p=p) == 0, float("-inf")),
+            "calls attnlib's own `top_p_logits`",
+        ),
+    ],
+    "cached_attention_step": [(_cache_by_library, "calls attnlib's own `KVCache.append`")],
+}
 
 # ----------------------------------------------------------------------------- not yet / crashes
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+import attnlib
 from attnlib.check.luong_attention import _luong_step
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
@@ -104,6 +105,10 @@ WRONG = {
             ),
             "not over the decoder steps",
         ),
+        (  # the softmax over all S rows of W_a, then cut to the source's Ts: a distribution no more
+            lambda q, w, m: torch.softmax(q @ w.T, dim=-1)[..., : m.shape[1]] * m[:, None, :],
+            "does not sum to 1 along the last axis",
+        ),
     ],
     "local_m_weights": [
         (lambda s, m, d, t: right_local_m(s, m, d, 0), "centre its window on step + i"),
@@ -113,6 +118,10 @@ WRONG = {
         (lambda s, m, d, t: local_m(s, m, d, t, pad=False), "also leave out the padding"),
         (lambda s, m, d, t: local_m(s, m, d, t, gaussian=True), "local-m has no Gaussian"),
         (lambda s, m, d, t: local_m(s, m, d, t, nan_rows=True), "give such rows zero weights"),
+        (  # the window in the softmax, the padding zeroed after it
+            lambda s, m, d, t: local_m(s, m, d, t, pad=False) * m[:, None, :],
+            "does not sum to 1 along the last axis",
+        ),
     ],
     "luong_step": [
         (luong_slip(new_query=False), "Bahdanau's order"),
@@ -145,6 +154,32 @@ WRONG = {
         (given(["dot", "scaled_dot"], 64 * 64 + 2 * 64), "2H inputs"),
         (given(["dot", "scaled_dot"], 4 * 64 * 64), "not 2H x 2H"),
         (given(["dot", "scaled_dot"], 1234), "nn.Linear(2H, H)"),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _general_by_scorer(query, keys, w_a):
+    with torch.random.fork_rng(devices=[]):  # its random init is overwritten
+        scorer = attnlib.AttentionGeneral(w_a.shape[0])
+    with torch.no_grad():
+        scorer.W_a.weight.copy_(w_a)
+    return scorer.score(query, keys)
+
+
+def _local_m_by_module(scores, mask, half_window, step):
+    local = attnlib.LocalAttention(1, half_window, mode="m", score="dot")
+    return local.attend(scores[..., :1], scores.new_ones(scores.shape[0], scores.shape[-1], 1), mask, step)
+
+
+OUT_OF_REACH = {
+    "general_scores": [(_general_by_scorer, "calls attnlib's own `AttentionGeneral.score`")],
+    "local_m_weights": [(_local_m_by_module, "calls attnlib's own `LocalAttention.attend`")],
+    "luong_step": [
+        (
+            lambda d, x, h, c, enc, m, feed: d(x, h, c, enc, m, feed),
+            "calls attnlib's own `LuongDecoder.forward`",
+        ),
     ],
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 import attnlib
+from attnlib.masks import sliding_window_mask
 from tests.check.verdicts import crashes, stub
 
 # ----------------------------------------------------------------------------- right answers
@@ -42,7 +43,7 @@ def masked_softmax_ok(scores, mask):
 RIGHT = {
     "sliding_window_mask": [window_ok, window_from_trils],
     "prefix_lm_mask": [prefix_lm_ok, prefix_lm_loop],
-    "masked_softmax_safe": [masked_softmax_ok, attnlib.masked_softmax],
+    "masked_softmax_safe": [masked_softmax_ok],
 }
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -105,6 +106,30 @@ WRONG = {
             lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0),
             "wrong dimension",
         ),
+        (  # masked scores filled with 0, not -inf, and the weights zeroed after the softmax
+            lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1) * m,
+            "does not sum to 1 along the last axis",
+        ),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _weights_by_attention(scores, mask):
+    """attnlib's attention weights, with the scores as queries and the identity as keys."""
+    keys = torch.eye(scores.shape[-1]).expand(*scores.shape[:-2], -1, -1)
+    return attnlib.scaled_dot_product_attention(scores, keys, keys, mask, scale=1.0)[1]
+
+
+OUT_OF_REACH = {
+    "sliding_window_mask": [
+        (attnlib.sliding_window_mask, "hands back attnlib's own `sliding_window_mask`"),
+        (lambda t, w: sliding_window_mask(t, w), "calls attnlib's own `sliding_window_mask`"),
+    ],
+    "masked_softmax_safe": [
+        (attnlib.masked_softmax, "hands back attnlib's own `masked_softmax`"),
+        (lambda s, m: attnlib.functional.masked_softmax(s, m), "calls attnlib's own `masked_softmax`"),
+        (_weights_by_attention, "calls attnlib's own `masked_softmax`"),
     ],
 }
 

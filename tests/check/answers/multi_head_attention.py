@@ -53,6 +53,7 @@ class MyMultiHeadAttention(nn.Module):
     """A right answer to 5.5 written the way a student would, with knobs for the typical slips."""
 
     split, merge, scale, softmax_dim, hide, out = "transpose", "transpose", "head", -1, "future", True
+    drop = "weights"  # where dropout acts: also "functional" (right), or a slip of _dropped's
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
@@ -76,6 +77,8 @@ class MyMultiHeadAttention(nn.Module):
 
         q, k, v = heads(self.W_query(x)), heads(self.W_key(x)), heads(self.W_value(x))
         scores = q @ k.transpose(2, 3)  # (B, H, T, Dh) @ (B, H, Dh, T) -> (B, H, T, T)
+        if self.drop == "scores":  # 4.3's bug: before the softmax
+            scores = self.dropout(scores)
         hidden = {
             "future": self.mask.bool()[:t, :t],
             "uncut": self.mask.bool(),  # the whole (context_length, context_length) buffer
@@ -86,11 +89,57 @@ class MyMultiHeadAttention(nn.Module):
         scores = scores.masked_fill(hidden, -torch.inf)
         scale = {"head": dh**0.5, "d_out": (h * dh) ** 0.5, "none": 1.0}[self.scale]
         weights = torch.softmax(scores / scale, dim=self.softmax_dim)
-        context = self.dropout(weights) @ v  # (B, H, T, T) @ (B, H, T, Dh) -> (B, H, T, Dh)
+        context = self._dropped(weights) @ v  # (B, H, T, T) @ (B, H, T, Dh) -> (B, H, T, Dh)
         if self.merge == "transpose":
             context = context.transpose(1, 2)  # (B, T, H, Dh)
         context = context.reshape(b, t, h * dh)  # (B, T, D)
-        return self.out_proj(context) if self.out else context
+        if self.drop == "context":
+            context = self.dropout(context)
+        out = self.out_proj(context) if self.out else context
+        return self.dropout(out) if self.drop == "output" else out
+
+    def _dropped(self, weights):
+        p = self.dropout.p if isinstance(self.dropout, nn.Dropout) else 0.0
+        if self.drop == "weights":
+            return self.dropout(weights)
+        if self.drop == "functional":
+            return nn.functional.dropout(weights, p, training=self.training)
+        if not self.training or self.drop not in ("unscaled", "renormalised", "times_keep"):
+            return weights
+        kept = weights * (torch.rand_like(weights) >= p)  # a mask by hand, without 1/(1-p)
+        if self.drop == "times_keep":  # multiplied by the keep probability instead of divided
+            return kept * (1 - p)
+        return kept if self.drop == "unscaled" else kept / kept.sum(dim=-1, keepdim=True)
+
+
+class SdpaWithDropout(MyMultiHeadAttention):
+    """Also right: PyTorch's fused attention, which drops the weights itself in train mode."""
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h, dh = self.num_heads, self.head_dim
+        q, k, v = (
+            proj(x).view(b, t, h, dh).transpose(1, 2) for proj in (self.W_query, self.W_key, self.W_value)
+        )
+        p = self.dropout.p if self.training else 0.0
+        context = nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        return self.out_proj(context.transpose(1, 2).reshape(b, t, h * dh))  # (B, H, T, Dh) -> (B, T, D)
+
+
+class HeadByHead(MyMultiHeadAttention):
+    """Also right: one head at a time, each head's weights dropped on their own (other draws)."""
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h, dh = self.num_heads, self.head_dim
+        q, k, v = (proj(x).view(b, t, h, dh) for proj in (self.W_query, self.W_key, self.W_value))
+        visible = attnlib.causal_mask(t)
+        contexts = []
+        for head in range(h):
+            scores = q[:, :, head] @ k[:, :, head].transpose(1, 2) / dh**0.5  # (B, T, T)
+            weights = self.dropout(torch.softmax(scores.masked_fill(~visible, -torch.inf), dim=-1))
+            contexts.append(weights @ v[:, :, head])  # (B, T, T) @ (B, T, Dh) -> (B, T, Dh)
+        return self.out_proj(torch.cat(contexts, dim=-1))  # (B, T, D)
 
 
 RIGHT = {
@@ -98,7 +147,12 @@ RIGHT = {
     "fuse_heads": [right_fuse_heads],
     "head_score_matrices": [right_score_matrices],
     "mha_parameters": [given(MHA_PARAMETERS), given(float(MHA_PARAMETERS))],
-    "multihead_module": [MyMultiHeadAttention, attnlib.MultiHeadAttention],
+    "multihead_module": [
+        MyMultiHeadAttention,
+        type("FunctionalDropout", (MyMultiHeadAttention,), {"drop": "functional"}),
+        SdpaWithDropout,
+        HeadByHead,
+    ],
 }
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -182,6 +236,13 @@ WRONG = {
         (slip(softmax_dim=-2), "softmax over the keys, the last axis"),
         (slip(softmax_dim=1), "dim=1 of (B, H, T, T) is the heads"),
         (slip(out=False), "the output projection is missing"),
+        # where dropout acts, in train mode
+        (slip(drop="output"), "not on the context or on the module's output"),
+        (slip(drop="context"), "not on the context or on the module's output"),
+        (slip(drop="scores"), "the softmax renormalises"),
+        (slip(drop="unscaled"), "without the rescale"),
+        (slip(drop="renormalised"), "do not renormalise them"),
+        (slip(drop="times_keep"), "divide the kept weights by 1 - p"),
     ],
 }
 
@@ -278,6 +339,39 @@ TOLD = {
         ),
         (NoForward, "fail", "needs a forward(self, x) method"),
         (NoSuperInit, "error", "call `super().__init__()` first"),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+class DerivedAttention(attnlib.MultiHeadAttention):
+    """attnlib's module under another name."""
+
+
+class DelegatingAttention(MyMultiHeadAttention):
+    """The right parameters, and attnlib's forward run on them."""
+
+    def forward(self, x):
+        return attnlib.MultiHeadAttention.forward(self, x)
+
+
+class WrappingAttention(MyMultiHeadAttention):
+    """The right parameters, and attnlib's module built in forward to do the work."""
+
+    def forward(self, x):
+        inner = attnlib.MultiHeadAttention(
+            x.shape[-1], self.out_proj.out_features, x.shape[1], 0.0, self.num_heads
+        )
+        inner.load_state_dict(self.state_dict(), strict=False)
+        return inner(x)
+
+
+OUT_OF_REACH = {
+    "multihead_module": [
+        (attnlib.MultiHeadAttention, "MultiHeadAttention is attnlib's own `MultiHeadAttention`"),
+        (DerivedAttention, "DerivedAttention derives from attnlib's own `MultiHeadAttention`"),
+        (DelegatingAttention, "calls attnlib's own `MultiHeadAttention`"),
+        (WrappingAttention, "calls attnlib's own `MultiHeadAttention`"),
     ],
 }
 

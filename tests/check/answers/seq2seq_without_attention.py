@@ -33,7 +33,7 @@ H, LAYERS = 32, 3
 CONTEXT_SIZE = 2 * LAYERS * H  # hidden and cell, (L, B, H) each, directions summed
 
 RIGHT = {
-    "pad_batch": [right_pad, right_pad_torch, pad_sequences],
+    "pad_batch": [right_pad, right_pad_torch],
     "reverse_source": [right_reverse],
     "context_size": [given(CONTEXT_SIZE, CONTEXT_SIZE), given(float(CONTEXT_SIZE), CONTEXT_SIZE)],
 }
@@ -66,6 +66,14 @@ WRONG = {
         (given(5 * H, 50 * H), "never sees the encoder outputs"),
         (given(CONTEXT_SIZE, 10 * CONTEXT_SIZE), "the same size for every length"),
         (given(7, 7), "Seq2Seq.encode hands the decoder"),
+    ],
+}
+
+# ----------------------------------------------------------------------------- out of reach
+OUT_OF_REACH = {
+    "pad_batch": [
+        (pad_sequences, "hands back attnlib's own `pad_sequences`"),
+        (lambda seqs, pad_id: pad_sequences(seqs, pad_id), "calls attnlib's own `pad_sequences`"),
     ],
 }
 

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import attnlib
 from attnlib.check import sequence_models as sequences
 from tests.check.verdicts import stub
 
@@ -126,6 +127,61 @@ WRONG = {
         (sequences._adam_variant(sign=+1), "the step goes AGAINST the gradient"),
         (sequences._adam_variant(betas="swapped"), "beta1 belongs to the running mean of the gradient"),
         (sequences._adam_variant(keep=False), "keep them from one step to the next"),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _by_gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    cell = nn.GRUCell(weight_ih.shape[1], weight_hh.shape[1])
+    with torch.no_grad():
+        cell.weight_ih.copy_(weight_ih), cell.weight_hh.copy_(weight_hh)
+        cell.bias_ih.copy_(bias_ih), cell.bias_hh.copy_(bias_hh)
+    return cell(x, h)
+
+
+def _by_gru(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
+    gru = nn.GRU(weight_ih.shape[1], weight_hh.shape[1], batch_first=True)
+    with torch.no_grad():
+        gru.weight_ih_l0.copy_(weight_ih), gru.weight_hh_l0.copy_(weight_hh)
+        gru.bias_ih_l0.copy_(bias_ih), gru.bias_hh_l0.copy_(bias_hh)
+    return gru(x[:, None], h[None])[1][0]
+
+
+def _by_adam(w, grads, lr, beta1, beta2, eps):
+    w = w.clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([w], lr=lr, betas=(beta1, beta2), eps=eps)
+    for g in grads:
+        w.grad = g.clone()
+        optimizer.step()
+    return w.detach()
+
+
+def _by_adamw(w, grads, lr, beta1, beta2, eps):
+    w = w.clone().requires_grad_(True)
+    optimizer = torch.optim.AdamW([w], lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=0.0)
+    for g in grads:
+        w.grad = g.clone()
+        optimizer.step()
+    return w.detach()
+
+
+CROSS_ENTROPY = "calls `F.cross_entropy`"
+OUT_OF_REACH = {
+    "gru_cell": [
+        (_by_gru_cell, "calls `nn.GRUCell`"),
+        (lambda x, h, *w: torch.gru_cell(x, h, *w), "calls `nn.GRUCell`"),
+        (_by_gru, "calls `nn.GRU`"),
+    ],
+    "sequence_cross_entropy": [
+        (lambda lo, g, p: F.cross_entropy(lo.flatten(0, 1), g.flatten(), ignore_index=p), CROSS_ENTROPY),
+        (lambda lo, g, p: nn.CrossEntropyLoss(ignore_index=p)(lo.transpose(1, 2), g), CROSS_ENTROPY),
+        (lambda lo, g, p: attnlib.sequence_loss(lo, g, p), "calls attnlib's own `sequence_loss`"),
+        (attnlib.training.sequence_loss, "hands back attnlib's own `sequence_loss`"),
+    ],
+    "adam_steps": [
+        (_by_adam, "calls `torch.optim.Adam`"),
+        (_by_adamw, "calls `torch.optim.Adam`"),
     ],
 }
 

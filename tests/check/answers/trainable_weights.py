@@ -7,6 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+import attnlib
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
 
@@ -97,6 +98,35 @@ WRONG = {
 }
 
 TOLD = {"drop_the_scale": [(given("e", "b"), "fail", "one letter"), (given(3, "b"), "fail", "one letter")]}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _by_v1(x, w_query, w_key, w_value):
+    layer = attnlib.SelfAttentionV1(*w_query.shape)
+    with torch.no_grad():
+        for mine, given_w in zip(
+            (layer.W_query, layer.W_key, layer.W_value), (w_query, w_key, w_value), strict=True
+        ):
+            mine.copy_(given_w)
+    return layer(x)
+
+
+def _by_linear_layers(x, w_query, w_key, w_value):
+    layer = attnlib.SelfAttention(*w_query.shape)
+    with torch.no_grad():
+        for mine, given_w in zip(
+            (layer.W_query, layer.W_key, layer.W_value), (w_query, w_key, w_value), strict=True
+        ):
+            mine.weight.copy_(given_w.T)
+    return layer(x)
+
+
+OUT_OF_REACH = {
+    "fixed_self_attention": [
+        (_by_v1, "calls attnlib's own `SelfAttentionV1`"),
+        (_by_linear_layers, "calls attnlib's own `SelfAttention`"),
+    ],
+}
 
 # ----------------------------------------------------------------------------- not yet / crashes
 

@@ -107,8 +107,9 @@ def smoothed_unweighted_target(logits, target, eps, pad_id):
 
 
 def smoothed_with_padding(logits, target, eps, pad_id):
-    v = logits.shape[-1]
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, v), target.reshape(-1), label_smoothing=eps)
+    log_probs = torch.log_softmax(logits, dim=-1)
+    nll = -log_probs.gather(-1, target[..., None])[..., 0]
+    return ((1 - eps) * nll - eps * log_probs.mean(dim=-1)).mean()  # every position, pads included
 
 
 def smoothed_over_all_positions(logits, target, eps, pad_id):
@@ -150,8 +151,8 @@ def smoothed_summed_over_classes(logits, target, eps, pad_id):
 
 
 def smoothed_not_at_all(logits, target, eps, pad_id):
-    v = logits.shape[-1]
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, v), target.reshape(-1), ignore_index=pad_id)
+    nll = -torch.log_softmax(logits, dim=-1).gather(-1, target[..., None])[..., 0]
+    return nll[target != pad_id].mean()
 
 
 WRONG = {
@@ -201,6 +202,27 @@ TOLD = {
         ),
     ],
     "attention_map_count": [(given("48 maps"), "fail", "expected a number")],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def _by_cross_entropy(logits, target, eps, pad_id):
+    v = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, v), target.reshape(-1), label_smoothing=eps, ignore_index=pad_id
+    )
+
+
+def _by_loss_module(logits, target, eps, pad_id):
+    loss = torch.nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps)
+    return loss(logits.transpose(1, 2), target)
+
+
+OUT_OF_REACH = {
+    "label_smoothed_loss": [
+        (_by_cross_entropy, "calls `F.cross_entropy`"),
+        (_by_loss_module, "calls `F.cross_entropy`"),
+    ],
 }
 
 # ----------------------------------------------------------------------------- not yet / crashes

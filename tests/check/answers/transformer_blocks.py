@@ -140,10 +140,10 @@ class OtherNamesDecoder(nn.Module):
 
 RIGHT = {
     "shift_matrix": [right_shift, right_shift_by_permutation],
-    "rms_norm": [right_rms, torch_rms],
+    "rms_norm": [right_rms],
     "cross_attention_mask": [right_cross_mask, right_cross_mask_by_ones],
-    "encoder_layer": [RightLayer, OtherNamesLayer, PreLNEncoderLayer],
-    "decoder_layer": [RightDecoder, OtherNamesDecoder, attnlib.DecoderLayer],
+    "encoder_layer": [RightLayer, OtherNamesLayer],
+    "decoder_layer": [RightDecoder, OtherNamesDecoder],
     "decoder_shuffle": [given("changed", "unchanged", 1), given(" Changed", "UNCHANGED ", 1.0)],
 }
 
@@ -187,6 +187,11 @@ def slip(forward, **init):
 
 def att(layer, h, mask):
     return layer.attention(h, mask=mask)
+
+
+def post_ln(self, x, mask=None):
+    h = self.attention_norm(x + self.dropout(att(self, x, mask)))
+    return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
 
 
 def normalised_residual(self, x, mask=None):
@@ -362,6 +367,65 @@ def dropping_decoder(self, x, memory, src_mask=None, tgt_mask=None):
 
 DROPPING_ENCODER, DROPPING_DECODER = slip(dropping_encoder), decoder_slip(dropping_decoder)
 
+
+# Where dropout acts in train mode (Vaswani et al., 2017, section 5.4: on each sublayer's output).
+def encoder_without_dropout(self, x, mask=None):
+    h = x + self.attention(self.attention_norm(x), mask=mask)
+    return h + self.feed_forward(self.ffn_norm(h))
+
+
+def encoder_dropping_sums(self, x, mask=None):
+    h = self.dropout(x + self.attention(self.attention_norm(x), mask=mask))
+    return self.dropout(h + self.feed_forward(self.ffn_norm(h)))
+
+
+def encoder_dropping_attention_only(self, x, mask=None):
+    h = x + self.dropout(self.attention(self.attention_norm(x), mask=mask))
+    return h + self.feed_forward(self.ffn_norm(h))
+
+
+class SublayersWithoutDropout(RightLayer):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.attention = attnlib.MultiHeadAttention(dim, dim, 64, 0.0, n_heads, qkv_bias=True, causal=False)
+        self.feed_forward = attnlib.FeedForward(dim, hidden_dim, 0.0)
+
+
+def decoder_without_dropout(self, x, memory, src_mask=None, tgt_mask=None):
+    h = self.self_attn_norm(x + self.self_attention(x, mask=tgt_mask))
+    h = self.cross_attn_norm(h + self.cross_attention(h, memory, src_mask))
+    return self.ffn_norm(h + self.feed_forward(h))
+
+
+def decoder_dropping_sums(self, x, memory, src_mask=None, tgt_mask=None):
+    h = self.self_attn_norm(self.dropout(x + self.self_attention(x, mask=tgt_mask)))
+    h = self.cross_attn_norm(self.dropout(h + self.cross_attention(h, memory, src_mask)))
+    return self.ffn_norm(self.dropout(h + self.feed_forward(h)))
+
+
+def decoder_dropping_after_norms(self, x, memory, src_mask=None, tgt_mask=None):
+    h = self.dropout(self.self_attn_norm(x + self.self_attention(x, mask=tgt_mask)))
+    h = self.dropout(self.cross_attn_norm(h + self.cross_attention(h, memory, src_mask)))
+    return self.dropout(self.ffn_norm(h + self.feed_forward(h)))
+
+
+def decoder_dropping_feed_forward_only(self, x, memory, src_mask=None, tgt_mask=None):
+    h = self.self_attn_norm(x + self.self_attention(x, mask=tgt_mask))
+    h = self.cross_attn_norm(h + self.cross_attention(h, memory, src_mask))
+    return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
+
+
+class DecoderSublayersWithoutDropout(RightDecoder):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, dropout)
+        self.feed_forward = attnlib.FeedForward(dim, hidden_dim, 0.0)
+
+
+WITHOUT_DROPOUT = "drops nothing outside its sublayers"
+ON_THE_SUMS = "drops the residual sum, not the sublayer's output"
+SOME_OUTPUTS = "drops the output of only some of its sublayers"
+SUBLAYERS_AT_ZERO = "do not build them with dropout=0.0"
+
 WRONG = {
     "shift_matrix": [
         (paired_rotation, "Here the sines come first"),
@@ -440,13 +504,22 @@ WRONG = {
     ],
     "encoder_layer": [
         *((slip(forward), hint) for forward, hint in LAYER_SLIPS),
-        (attnlib.EncoderLayer, "that is post-LN"),  # the post-LN layer of the notebook
+        (slip(post_ln), "that is post-LN"),  # the post-LN layer of the notebook
         (slip(None, qkv_bias=True, causal=True), "causal=False"),
+        (slip(encoder_without_dropout), WITHOUT_DROPOUT),
+        (slip(encoder_dropping_sums), ON_THE_SUMS),
+        (slip(encoder_dropping_attention_only), SOME_OUTPUTS),
+        (SublayersWithoutDropout, SUBLAYERS_AT_ZERO),
     ],
     "decoder_layer": [
         *((decoder_slip(forward), hint) for forward, hint in DECODER_SLIPS),
         (decoder_slip(None, qkv_bias=True, causal=False), "build it with causal=True"),
         (DROPPING_DECODER, "dropout is still active"),
+        (decoder_slip(decoder_without_dropout), WITHOUT_DROPOUT),
+        (decoder_slip(decoder_dropping_sums), ON_THE_SUMS),
+        (decoder_slip(decoder_dropping_after_norms), "drops the normalised sum, after each norm"),
+        (decoder_slip(decoder_dropping_feed_forward_only), SOME_OUTPUTS),
+        (DecoderSublayersWithoutDropout, SUBLAYERS_AT_ZERO),
     ],
     "decoder_shuffle": [  # (the target shuffled, the memory shuffled, the orders that commute)
         (given("permuted", "unchanged", 1), "the causal mask belongs to the slots"),
@@ -584,6 +657,43 @@ TOLD = {
             (given("changed", "unchanged", odd), "fail", "a whole number from 0 to 24")
             for odd in ("one", 1.5, 25, -1, True)
         ),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- out of reach
+def encoder_by_add_norm(self, x, mask=None):
+    h = x + self.dropout(att(self, self.attention_norm(x), mask))
+    return attnlib.add_norm(h, self.feed_forward, self.ffn_norm, self.dropout, norm_first=True)
+
+
+class DelegatingEncoder(RightLayer):
+    """The right sublayers, and attnlib's forward run on them."""
+
+    norm_first = True
+
+    def forward(self, x, mask=None):
+        return attnlib.EncoderLayer.forward(self, x, mask)
+
+
+class DerivedDecoder(attnlib.DecoderLayer):
+    pass
+
+
+OUT_OF_REACH = {
+    "rms_norm": [
+        (torch_rms, "calls `F.rms_norm`"),
+        (lambda x, g, eps: nn.functional.rms_norm(x, (x.shape[-1],), g, eps), "calls `F.rms_norm`"),
+    ],
+    "encoder_layer": [
+        (PreLNEncoderLayer, "PreLNEncoderLayer derives from attnlib's own `EncoderLayer`"),
+        (attnlib.EncoderLayer, "EncoderLayer is attnlib's own `EncoderLayer`"),
+        (DelegatingEncoder, "calls attnlib's own `EncoderLayer`"),
+        (slip(encoder_by_add_norm), "calls attnlib's own `add_norm`"),
+    ],
+    "decoder_layer": [
+        (attnlib.DecoderLayer, "DecoderLayer is attnlib's own `DecoderLayer`"),
+        (DerivedDecoder, "DerivedDecoder derives from attnlib's own `DecoderLayer`"),
     ],
 }
 

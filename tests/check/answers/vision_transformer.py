@@ -47,8 +47,8 @@ def right_mean_occlusion(model, image, label, fill):
 
 
 RIGHT = {
-    "sincos_2d": [right_sincos_2d, sincos_2d_position_embedding],
-    "resize_pos_embed": [right_resize, resize_pos_embed],
+    "sincos_2d": [right_sincos_2d],
+    "resize_pos_embed": [right_resize],
     "mean_occlusion_drop": [right_mean_occlusion],
     "vit_attention_shape": [given((5, 6, 8, 65, 65)), given([5, 6, 8, 65, 65])],
 }
@@ -146,6 +146,21 @@ WRONG = {
 TOLD = {
     "resize_pos_embed": [(lambda pe, n: resize_pos_embed(pe, n)[:, 1:], "fail")],  # the class token dropped
     "mean_occlusion_drop": [(lambda model, image, label, fill: torch.zeros(model.num_patches), "fail")],
+}
+
+# ----------------------------------------------------------------------------- out of reach
+OUT_OF_REACH = {
+    "sincos_2d": [
+        (sincos_2d_position_embedding, "hands back attnlib's own `sincos_2d_position_embedding`"),
+        (
+            lambda g, d: sincos_2d_position_embedding(g, d),
+            "calls attnlib's own `sincos_2d_position_embedding`",
+        ),
+    ],
+    "resize_pos_embed": [
+        (resize_pos_embed, "hands back attnlib's own `resize_pos_embed`"),
+        (lambda pe, n: resize_pos_embed(pe, n), "calls attnlib's own `resize_pos_embed`"),
+    ],
 }
 
 # ----------------------------------------------------------------------------- not yet / crashes
