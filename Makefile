@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links compat lock clean
+.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links compat lock course course-test lock-course clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # `make execute` writes them on EXECUTE_PATH (ATen's non-vectorised kernels unless told otherwise,
@@ -54,6 +54,9 @@ help:
 	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one; EXECUTE_PATH=default)"
 	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
+	@echo "make course    write the nbgrader course into build/course/ (COURSE=path for another; COURSE_DRAWS=n your own"
+	@echo "               hidden cases) and set up .venv-course, where nbgrader runs"
+	@echo "make course-test  grade four submissions of every notebook with nbgrader (not a test of make test; long)"
 	@echo "make slides    build one reveal.js slide deck per notebook into build/slides/ (offline; NB=path for one);"
 	@echo "               exercises show the student's stub, as in the student edition: decks for class"
 	@echo "make slides-solutions  the instructor decks, WITH the solutions, into build/slides-solutions/"
@@ -151,7 +154,7 @@ claims: $(STAMP)
 # The unit tests and nbval-portable in one pytest session: both workers stay busy to the end
 # (two sessions in a row leave one worker idle while the other finishes the Chromium walk),
 # and the unit tests run on the second code path too. conftest.py orders the work.
-test: lint
+test: lint $(COURSE_STAMP)
 	$(call PATH_ENV,$(TEST_PATH)) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q tests $(NB)
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
@@ -175,6 +178,36 @@ bench: $(STAMP)
 STUDENT_DIR ?= student
 student: $(STAMP)
 	$(BIN)/python -m tools.student notebooks $(STUDENT_DIR)
+
+# The nbgrader course for instructors (tools/course.py, docs/grading.md): source/<NN_name>/ per
+# notebook and an nbgrader_config.py, in COURSE. nbgrader runs from .venv-course, so that .venv
+# (what students and `make lab` use) gets none of nbgrader's server and JupyterLab extensions.
+# .venv-course is a layer over .venv: it holds only requirements-course.txt (nbgrader and what it
+# adds, exact pins, installed --no-deps); tools/venv_layer.py, copied in, puts .venv's packages
+# after its own on sys.path and .venv's Jupyter data and config after its own, so every series pin
+# is the one of .venv (seconds to build, against a minute for a second full environment). `make test` grades one notebook with it (tests/tools/test_course.py);
+# `make course-test` grades all 14, two at a time.
+COURSE       ?= build/course
+COURSE_DRAWS ?= 1000
+COURSE_VENV  := .venv-course
+COURSE_STAMP := $(COURSE_VENV)/.installed
+$(COURSE_STAMP): $(STAMP) requirements-course.txt tools/venv_layer.py
+	rm -rf $(COURSE_VENV) && $(PYTHON) -m venv --without-pip $(COURSE_VENV)
+	$(BIN)/uv pip install --quiet --python $(COURSE_VENV)/bin/python $(addprefix --find-links=,$(FIND_LINKS)) \
+	    --no-deps -r requirements-course.txt \
+	  || $(PIP_INSTALL) --python $(COURSE_VENV)/bin/python --no-deps -r requirements-course.txt
+	own=$$($(COURSE_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
+	  sed 's|@SERIES@|$(abspath $(VENV))|' tools/venv_layer.py > "$$own/series_venv_layer.py" \
+	  && echo "import series_venv_layer" > "$$own/zz_series_venv_layer.pth"
+	$(COURSE_VENV)/bin/python -c '$(IMPORT_ALL)' nbgrader.apps attnlib.check
+	@touch $(COURSE_STAMP)
+
+course: $(STAMP) $(COURSE_STAMP)
+	$(BIN)/python -m tools.course --draws $(COURSE_DRAWS) notebooks $(COURSE)
+	@echo "make course: now 'source $(COURSE_VENV)/bin/activate; cd $(COURSE)' and run nbgrader there (docs/grading.md)."
+
+course-test: $(COURSE_STAMP)
+	COURSE_NOTEBOOKS=all $(BIN)/python -m pytest tests/tools/test_course.py -q -n 2 --dist load --durations=0
 
 # One reveal.js deck per notebook (speaker notes: press S), opening offline from local files:
 # reveal.js is copied next to the decks from a pinned package, maths is MathML made at build
@@ -255,5 +288,18 @@ lock:
 	    | sed -E 's/^torch==([0-9.]+)\+cpu$$/torch==\1/' | LC_ALL=C sort -f; } > requirements.txt
 	rm -rf .lock-venv
 
+# requirements-course.txt: what requirements-course.in (nbgrader) adds to requirements.txt, resolved
+# against its pins; lark and rfc3987-syntax left out as above (nbgrader never needs them).
+lock-course:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	grep -v -i '^torch==' requirements.txt > .lock-venv/pins.txt
+	.lock-venv/bin/python -m pip install --quiet --no-deps -r .lock-venv/pins.txt
+	.lock-venv/bin/python -m pip install --quiet -r requirements-course.in -c .lock-venv/pins.txt
+	{ echo "# Exact pins of the nbgrader course's extra packages, installed with requirements.txt into .venv-course."; \
+	  echo "# Generated by 'make lock-course' from requirements-course.in; do not edit by hand."; \
+	  .lock-venv/bin/python -m pip freeze --all --exclude pip --exclude rfc3987-syntax --exclude lark \
+	    | LC_ALL=C sort -f | grep -v -x -F -f .lock-venv/pins.txt; } > requirements-course.txt
+	rm -rf .lock-venv
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build
+	rm -rf $(VENV) $(COURSE_VENV) .pytest_cache .ruff_cache build

@@ -43,6 +43,7 @@ LONG_UNIT_MODULES = {
     "tests/series/test_jupyterlab.py": 33.0,
     "tests/viz/test_plots.py": 30.0,
     "tests/tools/test_student_edition.py": 22.0,
+    "tests/tools/test_course.py": 100.0,
 }
 SHARES = re.compile(r"\btrain_or_load\(")
 _seconds: dict[str, float] = defaultdict(float)

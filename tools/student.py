@@ -200,6 +200,49 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def write_unless_edited(target_dir: Path, texts: dict[str, str], manifest_name: str) -> dict[str, list[str]]:
+    """Write ``texts`` (paths relative to ``target_dir`` -> file text), except over a file that
+    someone changed since this wrote it: ``manifest_name`` in ``target_dir`` keeps the digests.
+
+    Returns:
+        ``{"written": [...], "unchanged": [...], "kept": [...]}``, relative paths; ``kept`` are
+        files edited since, left as they were.
+    """
+    target_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = target_dir / manifest_name
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    report: dict[str, list[str]] = {"written": [], "unchanged": [], "kept": []}
+    for relative, text in texts.items():
+        target = target_dir / relative
+        if target.exists():
+            current = _digest(target.read_text(encoding="utf-8"))
+            if current != manifest.get(relative):
+                report["kept"].append(relative)
+                continue
+            if current == _digest(text):
+                report["unchanged"].append(relative)
+                continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        manifest[relative] = _digest(text)
+        report["written"].append(relative)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return report
+
+
+def print_report(target_dir: Path, report: dict[str, list[str]]) -> None:
+    """Say what :func:`write_unless_edited` did, one line per file."""
+    for name in report["written"]:
+        print(f"wrote      {target_dir / name}")
+    for name in report["unchanged"]:
+        print(f"up to date {target_dir / name}")
+    for name in report["kept"]:
+        print(
+            f"kept       {target_dir / name}: you have changed it, so it was not overwritten "
+            f"(rename or delete it to get a fresh copy)"
+        )
+
+
 def build(source_dir: Path, target_dir: Path) -> dict[str, list[str]]:
     """Write the student edition of every notebook in ``source_dir`` into ``target_dir``.
 
@@ -207,41 +250,14 @@ def build(source_dir: Path, target_dir: Path) -> dict[str, list[str]]:
         ``{"written": [...], "unchanged": [...], "kept": [...]}`` file names; ``kept`` are
         notebooks the student edited, left as they were.
     """
-    target_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path = target_dir / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    report: dict[str, list[str]] = {"written": [], "unchanged": [], "kept": []}
-    for path in sorted(source_dir.glob("*.ipynb")):
-        text = student_text(path)
-        target = target_dir / path.name
-        if target.exists():
-            current = _digest(target.read_text(encoding="utf-8"))
-            if current != manifest.get(path.name):
-                report["kept"].append(path.name)
-                continue
-            if current == _digest(text):
-                report["unchanged"].append(path.name)
-                continue
-        target.write_text(text, encoding="utf-8")
-        manifest[path.name] = _digest(text)
-        report["written"].append(path.name)
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return report
+    texts = {path.name: student_text(path) for path in sorted(source_dir.glob("*.ipynb"))}
+    return write_unless_edited(target_dir, texts, MANIFEST)
 
 
 def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else Path("notebooks")
     target = Path(argv[1]) if len(argv) > 1 else Path("student")
-    report = build(source, target)
-    for name in report["written"]:
-        print(f"wrote     {target / name}")
-    for name in report["unchanged"]:
-        print(f"up to date {target / name}")
-    for name in report["kept"]:
-        print(
-            f"kept      {target / name}: you have changed it, so it was not overwritten "
-            f"(rename or delete it to get a fresh copy)"
-        )
+    print_report(target, build(source, target))
     return 0
 
 
