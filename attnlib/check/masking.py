@@ -18,9 +18,8 @@ from collections.abc import Callable
 import torch
 
 from .. import causal_mask as _causal_mask
-from .. import length_mask, masked_softmax
+from .. import length_mask, masked_softmax, scaled_dot_product_attention
 from .. import sliding_window_mask as _sliding_window_mask
-from ..functional import _softmax_masked_out
 from ._core import Case, Mistake, Verdict, as_numbers, generator, not_a_distribution, run_check
 from ._reach import own
 
@@ -224,5 +223,5 @@ def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch
         masked_softmax,
         cases,
         mistakes,
-        forbidden=[own(masked_softmax), own(_softmax_masked_out, what="masked_softmax")],
+        forbidden=[own(masked_softmax), own(scaled_dot_product_attention)],
     )

@@ -129,7 +129,7 @@ OUT_OF_REACH = {
     "masked_softmax_safe": [
         (attnlib.masked_softmax, "hands back attnlib's own `masked_softmax`"),
         (lambda s, m: attnlib.functional.masked_softmax(s, m), "calls attnlib's own `masked_softmax`"),
-        (_weights_by_attention, "calls attnlib's own `masked_softmax`"),
+        (_weights_by_attention, "calls attnlib's own `scaled_dot_product_attention`"),
     ],
 }
 
