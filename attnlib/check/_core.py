@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ._reach import Forbidden, OutOfReachError, out_of_reach
+from ._reach import Forbidden, OutOfReachError, _attnlib_modules, out_of_reach
 
 __all__ = [
     "BEFORE_SUPER_INIT",
@@ -211,7 +211,7 @@ def library_changes() -> list[str]:
     its classes would make every isinstance test fail), so a patched library must be refused.
     """
     ours = {k: v for k, v in sys.modules.items() if k == "attnlib" or k.startswith("attnlib.")}
-    library = [k for k in ours if not (k == "attnlib.check" or k.startswith("attnlib.check."))]
+    library = [module.__name__ for module in _attnlib_modules()]
     for name in ours:
         del sys.modules[name]
     try:
