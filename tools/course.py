@@ -18,7 +18,9 @@ Exercises intro naming the tag ``exercise``) plus nbgrader's cell metadata, so t
   TESTS``), run before it at grading time, imports the check afresh from the installed attnlib and
   makes the call run it on its own cases and on hidden ones (the same cases from seeds shifted by
   ``--draws``), raising ``AssertionError`` with the verdict's message unless both passed;
-- an exercise with no check cell is graded by hand: its answer cell is a manually graded answer.
+- an exercise with no check cell is graded by hand: its answer cell is a manually graded answer;
+- a prediction's ``reasoning`` cell (markdown: why the value is what it is) is a manually graded
+  answer too, worth :data:`REASONING_POINTS`; nbgrader releases it as the student edition's prompt.
 
 Points come from one table, :data:`POINTS`, by the kind of each exercise (:func:`exercise_kind`).
 docs/grading.md says what the test cells protect against, and what they do not.
@@ -38,12 +40,15 @@ from pathlib import Path
 from .student import (
     CHECK_CALL,
     EXERCISE_HEADING,
+    REASONING_PROMPT,
+    REASONING_START,
     SECTION_HEADING,
     SOLUTION_TAG,
     STUB,
     _dumps,
     _source,
     answer_cells,
+    is_reasoning,
     print_report,
     stub_source,
     student_notebook,
@@ -54,6 +59,9 @@ from .student import (
 #: (an ``nn.Module`` with its parameters and forward pass).
 POINTS = {"predict": 1, "function": 2, "module": 4}
 KIND_WORDS = {"predict": "predict a value", "function": "write a function", "module": "build an nn.Module"}
+#: A prediction's written reasoning (its ``reasoning`` cell), graded by hand: running the code gives
+#: the value away, so the reasoning is the part that shows the idea was understood.
+REASONING_POINTS = 1
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -76,6 +84,12 @@ class Exercise:
     kind: str
     points: int
     checked: bool  # graded by a check cell (autograded), else by hand
+    reasoned: bool = False  # has a ``reasoning`` cell, graded by hand
+
+    @property
+    def all_points(self) -> int:
+        """The answer's points and, where there is one, the reasoning's."""
+        return self.points + (REASONING_POINTS if self.reasoned else 0)
 
     @property
     def grade_id(self) -> str:
@@ -136,10 +150,23 @@ def exercises(nb: dict) -> list[Exercise]:
     for count, (heading, indices) in enumerate(exercise_regions(cells), start=1):
         solutions = [i for i in indices if _is_solution(cells[i])]
         checks = [i for i in indices if _is_check(cells[i])]
+        reasons = [i for i in indices if is_reasoning(cells[i])]
         seen.update(solutions)
+        seen.update(reasons)
         if not solutions:
             continue
         number = m[1] if (m := _NUMBER.match(heading)) else str(count)
+        for i in reasons:
+            if len(reasons) > 1 or not _source(cells[i]).startswith(REASONING_START):
+                raise ValueError(
+                    f"exercise {number}: one `reasoning` cell, starting {REASONING_START.strip()!r}, was "
+                    f"expected; got {len(reasons)}, the first starting {_source(cells[i])[:20]!r}"
+                )
+            if checks and i > checks[-1]:
+                raise ValueError(
+                    f"exercise {number}: its `reasoning` cell comes after the check, where the student "
+                    "edition drops it (put it between the solution cell and the check)"
+                )
         if len(checks) > 1 or len(solutions) > 1:
             raise ValueError(
                 f"exercise {number} has {len(solutions)} solution cells and {len(checks)} check cells; "
@@ -147,10 +174,11 @@ def exercises(nb: dict) -> list[Exercise]:
             )
         kind = exercise_kind(_source(cells[solutions[0]]))
         title = _TITLE.match(heading.splitlines()[0])[1].strip()
-        found.append(Exercise(number, title, kind, POINTS[kind], bool(checks)))
-    stray = [i for i, cell in enumerate(cells) if _is_solution(cell) and i not in seen]
+        found.append(Exercise(number, title, kind, POINTS[kind], bool(checks), bool(reasons)))
+    answers = [i for i, cell in enumerate(cells) if _is_solution(cell) or is_reasoning(cell)]
+    stray = [i for i in answers if i not in seen]
     if stray:
-        raise ValueError(f"solution cells outside any '### Exercise' section: cells {stray}")
+        raise ValueError(f"solution or reasoning cells outside any '### Exercise' section: cells {stray}")
     return found
 
 
@@ -355,13 +383,19 @@ def course_notebook(nb: dict, draws: int = DRAWS) -> dict:
                 grade=not exercise.checked,
                 points=exercise.points,
             )
+        elif is_reasoning(original):
+            cell["source"] = _source(original)  # nbgrader releases it as REASONING_PROMPT (text_stub)
+            cell["metadata"]["nbgrader"] = _nbgrader(
+                f"reasoning_{exercise.grade_id}", solution=True, grade=True, points=REASONING_POINTS
+            )
         elif _is_check(original):
             cell["source"] = check_cell_source(_source(original), draws)
             cell["metadata"]["nbgrader"] = _nbgrader(
                 f"check_{exercise.grade_id}", solution=False, grade=True, points=exercise.points
             )
     for mine, theirs in zip(student["cells"], student_notebook(nb)["cells"], strict=True):
-        if release_source(_source(mine)) != _source(theirs):
+        released = REASONING_PROMPT if is_reasoning(mine) else release_source(_source(mine))
+        if released != _source(theirs):
             raise RuntimeError(f"the release of this cell would differ from the student edition:\n{mine}")
     return student
 
@@ -399,6 +433,8 @@ c.OverwriteCells.add_missing_cells = True
 
 # The stub is the student edition's (tools/student.py), so that the release is the student edition.
 c.ClearSolutions.code_stub = {{"python": {stub!r}}}
+# A prediction's reasoning cell (markdown, graded by hand) releases as the student edition's prompt.
+c.ClearSolutions.text_stub = {prompt!r}
 
 
 class ClearSolutionsOwnStubs(ClearSolutions):
@@ -437,7 +473,7 @@ c.GenerateAssignment.preprocessors = [
 
 
 def config_text() -> str:
-    return CONFIG.format(stub=STUB)
+    return CONFIG.format(stub=STUB, prompt=REASONING_PROMPT)
 
 
 def build(source_dir: Path, course_dir: Path, draws: int = DRAWS) -> dict[str, list[str]]:
@@ -469,14 +505,18 @@ def points_table(source_dir: Path) -> str:
     for path in sorted(source_dir.glob("*.ipynb")):
         found = exercises(json.loads(path.read_text(encoding="utf-8")))
         items = ", ".join(
-            f"{e.number} {e.kind} {e.points}" + ("" if e.checked else " (by hand)") for e in found
+            f"{e.number} {e.kind} {e.points}"
+            + ("" if e.checked else " (by hand)")
+            + (f" + why {REASONING_POINTS} (by hand)" if e.reasoned else "")
+            for e in found
         )
-        points = sum(e.points for e in found)
+        points = sum(e.all_points for e in found)
         total += points
         rows.append(f"| {path.stem} | {items} | {points} |")
     rows.append(f"| **All {len(rows) - 2}** | | **{total}** |")
     legend = ", ".join(f"{kind} ({KIND_WORDS[kind]}) {points}" for kind, points in POINTS.items())
-    return "\n".join(rows) + f"\n\nPoints by kind: {legend}.\n"
+    why = f"the written reasoning of a prediction (its `reasoning` cell, graded by hand) {REASONING_POINTS}"
+    return "\n".join(rows) + f"\n\nPoints by kind: {legend}; {why}.\n"
 
 
 def with_table(text: str, table: str) -> str:

@@ -7,8 +7,10 @@ Usage: ``python -m tools.student [SOURCE_DIR] [TARGET_DIR]`` (``make student`` r
 A code cell tagged ``solution`` keeps its imports and the signatures and docstrings of its
 functions and classes; every function body becomes ``raise NotImplementedError``, every
 top-level assignment (a prediction) becomes ``name = ...``, and the tag becomes ``exercise``.
-The outputs of solution cells and of exercise-check cells are cleared. Nothing that gives an
-answer away reaches the student:
+A markdown cell tagged ``reasoning`` (after a prediction: why the value is what it is, the part
+of a prediction that no check can grade) becomes the prompt :data:`REASONING_PROMPT`. The outputs
+of solution cells and of exercise-check cells are cleared. Nothing that gives an answer away
+reaches the student:
 
 - speaker notes (cells of slide type ``notes``) are dropped;
 - so is whatever follows an exercise's last check before the next heading (an experiment
@@ -35,6 +37,14 @@ from pathlib import Path
 SOLUTION_TAG = "solution"
 EXERCISE_TAG = "exercise"
 NOTES = "notes"
+REASONING_TAG = "reasoning"
+#: How a ``reasoning`` cell starts in the notebooks (the model answer), and what the student edition
+#: puts in its place (nbgrader's ``ClearSolutions.text_stub`` in the course, so the release matches).
+REASONING_START = "**Why.** "
+REASONING_PROMPT = (
+    "**Why?** Write your reasoning here, in a sentence or two, before you run anything: "
+    "the check grades the answer, not how you found it."
+)
 MANIFEST = ".edition.json"
 STUB = 'raise NotImplementedError("Exercise: replace this line with your code")'
 CHECK_CALL = re.compile(r"\bcheck\.\w+\(")
@@ -118,6 +128,11 @@ def exercise_intro(text: str, tag: str) -> str:
     return _HAS_CELL.sub(lambda m: f"Each exercise has a cell for your {m[1]}, tagged `{tag}`,", text)
 
 
+def is_reasoning(cell: dict) -> bool:
+    """A markdown cell tagged ``reasoning``: a prediction's "why", written by the student."""
+    return cell.get("cell_type") == "markdown" and REASONING_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 def is_notes(cell: dict) -> bool:
     return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == NOTES
 
@@ -174,6 +189,8 @@ def student_notebook(nb: dict, lesson_notes: bool = False) -> dict:
     for cell in nb["cells"]:
         if cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(_source(cell).lstrip()):
             cell["source"] = exercise_intro(_source(cell), EXERCISE_TAG)
+        if is_reasoning(cell):
+            cell["source"] = REASONING_PROMPT
         if cell.get("cell_type") != "code":
             continue
         tags = cell.get("metadata", {}).get("tags", [])

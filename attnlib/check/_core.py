@@ -18,8 +18,9 @@ from __future__ import annotations
 import importlib
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -43,6 +44,8 @@ __all__ = [
     "as_numbers",
     "check_answer",
     "combined",
+    "declare_hints",
+    "declared_hints",
     "describe",
     "dtype_kind",
     "explain",
@@ -102,6 +105,31 @@ class Symptom:
 
     hint: str
     seen: Callable[[Any, Any], bool]
+
+
+#: The hints the checks declared while :func:`declared_hints` runs (None outside it).
+_DECLARED: ContextVar[set[str] | None] = ContextVar("declared_hints", default=None)
+
+
+@contextmanager
+def declared_hints() -> Iterator[set[str]]:
+    """Every hint a check can give, gathered while the block runs: each :class:`Mistake` and
+    :class:`Symptom` handed to :func:`run_check`, :func:`check_answer`'s hint and a module
+    exercise's own (:func:`declare_hints`), whether or not the answer tried triggers it. The wrong-
+    answer catalogue (tests/check/test_hints.py) finds the hints no wrong answer triggers with it."""
+    hints: set[str] = set()
+    token = _DECLARED.set(hints)
+    try:
+        yield hints
+    finally:
+        _DECLARED.reset(token)
+
+
+def declare_hints(hints: Iterable[str]) -> None:
+    """Add ``hints`` (those this check can give) to the :func:`declared_hints` being gathered, if any."""
+    gathered = _DECLARED.get()
+    if gathered is not None:
+        gathered.update(h for h in hints if h)
 
 
 #: How a softmax makes each row a distribution, the end of :func:`not_a_distribution`'s hint by default.
@@ -494,6 +522,7 @@ def run_check(
     Returns:
         A :class:`Verdict`.
     """
+    declare_hints(mistake.hint for mistake in mistakes)
     if not callable(student):
         return Verdict(False, f"{FAIL} {title}: expected a function, got {describe(student)}.")
     for i, case in enumerate(cases, start=1):
@@ -524,6 +553,7 @@ def run_check(
 
 def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol: float = 1e-4) -> Verdict:
     """Check a predicted value (a number, a shape, a token) rather than a function."""
+    declare_hints([hint])
     if answer is ...:
         return Verdict(False, f"{TODO} {title}: replace `...` with your prediction.", "todo")
     if same(answer, expected, atol) or (
@@ -570,6 +600,7 @@ def run_check_parts(
     ``forbidden`` is :func:`run_check`'s.
     """
     verdict = Verdict(False, "")
+    declare_hints(m.hint for part in mistakes.values() for m in part)  # the parts after a failing one too
     for index, part_mistakes in mistakes.items():
         verdict = run_check(
             title,

@@ -1,6 +1,6 @@
 """The engine of the "build an nn.Module" exercises, for notebooks 05 (5.5, a multi-head attention
-module), 08 (8.2, Bahdanau's alignment model) and 10 (10.4, a pre-LN encoder layer; 10.6, a decoder
-layer); the rest of the machinery is in :mod:`attnlib.check._core`.
+module), 08 (8.2, Bahdanau's alignment model) and 10 (10.4, a pre-LN encoder stack with its final
+norm; 10.6, a decoder layer); the rest of the machinery is in :mod:`attnlib.check._core`.
 
 Such an exercise hands in a class, not a function. It declares only its :class:`ModuleExercise`:
 the constructor and ``forward`` it asks for, its cases, its reference, how attnlib's weights fit
@@ -36,7 +36,20 @@ import torch
 from torch import nn
 
 from ..modes import evaluating
-from ._core import FAIL, PASS, Case, Mistake, Verdict, describe, raised, run_check, run_check_parts, seeded
+from ._core import (
+    FAIL,
+    PASS,
+    Case,
+    Mistake,
+    Symptom,
+    Verdict,
+    declare_hints,
+    describe,
+    raised,
+    run_check,
+    run_check_parts,
+    seeded,
+)
 from ._reach import Forbidden, banned_class, out_of_reach
 
 __all__ = [
@@ -110,7 +123,7 @@ class ModuleExercise:
     reference: Callable[..., Any]
     unfit: Callable[[nn.Module, Any], str | None]
     fit: Callable[..., None]
-    mistakes: Sequence[Mistake] | Mapping[int, Sequence[Mistake]] = ()
+    mistakes: Sequence[Mistake | Symptom] | Mapping[int, Sequence[Mistake | Symptom]] = ()
     rebuilds: str = ""
     eval_probe: int | None = None
     train_probe: Case | None = None
@@ -127,6 +140,11 @@ class ModuleExercise:
 
 def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
     """THE check of a "build an nn.Module" exercise: ``student_cls`` against ``spec``."""
+    parts = spec.mistakes.values() if isinstance(spec.mistakes, Mapping) else [spec.mistakes]
+    declare_hints([m.hint for part in parts for m in part])
+    declare_hints([SUPER_HINT, spec.no_dropout if spec.train_probe else "", *spec.error_hints.values()])
+    if spec.eval_probe is not None:
+        declare_hints([DROPOUT_STILL_ON.split("hint: ", 1)[1]])
     problem = _preflight(spec, student_cls)
     if problem is not None:  # (not `problem or ...`: a failing Verdict is falsy)
         return problem

@@ -23,7 +23,17 @@ import torch
 from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
-from ._core import PASS, Case, Mistake, Verdict, generator, run_check, run_check_parts, seeded
+from ._core import (
+    PASS,
+    Case,
+    Mistake,
+    Verdict,
+    generator,
+    not_a_distribution,
+    run_check,
+    run_check_parts,
+    seeded,
+)
 from ._modules import ModuleExercise, check_module, load_by_name, parameters_problem
 from ._reach import own
 
@@ -347,7 +357,8 @@ def _slip(index: int, **knobs: object) -> Callable[..., torch.Tensor]:
     return lambda *args: _additive_module_variant(*args, **knobs)[index]
 
 
-#: The typical slips of 8.2, by result: the weights first, each result with its own slips.
+#: The typical slips of 8.2, by result: the weights first, each result with its own slips; weights that do
+#: not sum to 1 over the source positions and match no slip get the structural hint of every softmax.
 _MODULE_MISTAKES = {
     1: [
         Mistake("return two things in this order, (context, weights)", _slip(0)),
@@ -383,6 +394,9 @@ _MODULE_MISTAKES = {
             "zeroing the padded weights after the softmax leaves rows that sum to less than 1: mask the "
             "scores before the softmax",
             _slip(1, masking="after"),
+        ),
+        not_a_distribution(
+            "the weights are the softmax of the masked scores over the source positions, dim=-1"
         ),
     ],
     0: [

@@ -61,6 +61,14 @@ SOFTMAX_FORBIDDEN = (
         (F, "softmax"),
         hint="use torch.exp, .sum and .amax, as the exercise says",
     ),
+    torch_api(
+        "torch.log_softmax",
+        (torch, "log_softmax"),
+        (torch.Tensor, "log_softmax"),
+        (torch.special, "log_softmax"),
+        (F, "log_softmax"),
+        hint="exp(log_softmax(x)) is torch's softmax again: use torch.exp, .sum and .amax, as the text says",
+    ),
 )
 
 

@@ -6,21 +6,22 @@ Shapes: ``B`` batch, ``Tq``/``Tk`` query/key length, ``Dv`` value width, ``T`` p
 Inputs come from a local ``torch.Generator``, so a check never moves the student's seed. The
 hints recognise the usual slips: halves averaged instead of weighted by their softmax mass, a
 log-sum-exp used as if it were a mass, exponentials that overflow; a one-directional global
-token, a causal or one-too-narrow window; rounding down or counting the query itself as a
-step; RoPE with the other pairing, the wrong direction or the wrong frequencies.
+token, a causal or one-too-narrow window; dilated windows taken as neighbouring keys, layers
+OR-ed instead of composed, the gaps of the receptive field filled in; RoPE with the other
+pairing, the wrong direction or the wrong frequencies.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 
-from .. import apply_rotary, attention_scores, rotary_angles, scaled_dot_product_attention
+from .. import apply_rotary, attention_scores, receptive_field, rotary_angles, scaled_dot_product_attention
 from ._core import Case, Mistake, Verdict, as_numbers, generator, run_check
+from ._reach import own
 
-__all__ = ["combine_partial_attention", "layers_needed", "longformer_mask", "rotate_half_rope"]
+__all__ = ["combine_partial_attention", "dilated_receptive_field", "longformer_mask", "rotate_half_rope"]
 
 
 # --- 13.1: combine two halves of the keys ---------------------------------------------------
@@ -173,47 +174,181 @@ def longformer_mask(student_fn: Callable[[int, int, list[int]], torch.Tensor]) -
     return run_check("Exercise 13.2 — Longformer's mask", student_fn, _longformer, cases, mistakes)
 
 
-# --- 13.3: how many layers ------------------------------------------------------------------
+# --- 13.3: the receptive field of dilated windows -------------------------------------------
 
 
-def _layers_needed(distance: int, window: int) -> int:
-    return math.ceil(distance / (window - 1))  # each layer carries information w - 1 positions further
+def _steps(window: int, dilation: int) -> set[int]:
+    """How far back one dilated layer reaches: 0 (the query itself), d, 2d, ..., (w - 1) d."""
+    return {k * dilation for k in range(window)}
 
 
-def layers_needed(student_fn: Callable[[int, int], int]) -> Verdict:
-    """Exercise 13.3: ``student_fn(distance, window) -> L``, the fewest sliding-window layers
-    through which a token ``distance`` positions back can influence the output."""
+def _reach_by_distance(
+    window: int, dilations: list[int], steps: Callable[[int, int], set[int]] = _steps
+) -> set[int]:
+    """Every distance a chain of one step per layer covers: the sums of one step from each layer."""
+    reach = {0}
+    for dilation in dilations:
+        reach = {r + s for r in reach for s in steps(window, dilation)}
+    return reach
+
+
+def _as_mask(size: int, distances: set[int]) -> torch.Tensor:
+    """``(T, T)`` bool: True where input ``j`` can influence output ``i``: ``i - j`` in ``distances``."""
+    gap = torch.arange(size)[:, None] - torch.arange(size)[None, :]  # (T, T): i - j
+    return torch.isin(gap, torch.tensor(sorted(distances), dtype=torch.long))
+
+
+def _dilated_field(size: int, window: int, dilations: list[int]) -> torch.Tensor:
+    # A set of distances, not attnlib's receptive_field (out of reach while the student's code runs).
+    return _as_mask(size, _reach_by_distance(window, dilations))
+
+
+def _dilated_mask(size: int, window: int, dilation: int, *, both_sides: bool = False) -> torch.Tensor:
+    """One layer's mask: query ``i`` sees keys ``i - k d``, ``k = 0 .. w - 1`` (``both_sides``: also
+    ``i + k d``)."""
+    gap = torch.arange(size)[:, None] - torch.arange(size)[None, :]  # (T, T): i - j
+    near = gap.abs() if both_sides else gap
+    return (near >= 0) & (near <= (window - 1) * dilation) & (gap % dilation == 0)
+
+
+def _field_variant(
+    size: int,
+    window: int,
+    dilations: list[int],
+    *,
+    steps: Callable[[int, int], set[int]] = _steps,
+    layers: str = "all",
+    fill: bool = False,
+) -> torch.Tensor:
+    """The receptive field with one typical slip: other ``steps`` per layer, only some ``layers``
+    ("first", "last", "same": the first dilation for every layer), or the gaps filled in."""
+    chosen = {
+        "all": dilations,
+        "first": dilations[:1],
+        "last": dilations[-1:],
+        "same": dilations[:1] * len(dilations),
+    }
+    reach = _reach_by_distance(window, chosen[layers], steps)
+    return _as_mask(size, set(range(max(reach) + 1)) if fill else reach)
+
+
+def _paths(size: int, window: int, dilations: list[int]) -> torch.Tensor:
+    """How many chains join each input to each output: the product of the layers' 0/1 masks."""
+    reach = torch.eye(size, dtype=torch.long)
+    for dilation in dilations:
+        reach = _dilated_mask(size, window, dilation).long() @ reach  # (T, T) @ (T, T) -> (T, T)
+    return reach
+
+
+def _union(size: int, window: int, dilations: list[int]) -> torch.Tensor:
+    out = torch.zeros(size, size, dtype=torch.bool)
+    for dilation in dilations:
+        out |= _dilated_mask(size, window, dilation)
+    return out
+
+
+def _both_sides(size: int, window: int, dilations: list[int]) -> torch.Tensor:
+    reach = torch.eye(size)
+    for dilation in dilations:
+        reach = ((_dilated_mask(size, window, dilation, both_sides=True).float() @ reach) > 0).float()
+    return reach.bool()
+
+
+#: The hint of a receptive field that does not chain the layers.
+_COMPOSE = (
+    "an input reaches the output through a chain of one step per layer: compose every layer's mask (a "
+    "boolean matrix product); one layer alone, or the layers OR-ed together, is not that"
+)
+
+
+def dilated_receptive_field(student_fn: Callable[[int, int, list[int]], torch.Tensor]) -> Verdict:
+    """Exercise 13.3: ``student_fn(size, window, dilations) -> (T, T)`` bool: True where input ``j``
+    can influence output ``i`` through a stack of causal dilated sliding-window layers, layer ``l``
+    letting query ``i`` see keys ``i - k * dilations[l]``, ``k = 0 .. window - 1``.
+
+    Output ``i`` reaches input ``j`` when ``i - j`` is a sum of one step ``k * d_l`` per layer, which
+    leaves gaps when the dilations share a factor. attnlib's ``receptive_field`` is out of reach.
+    """
     cases = [
-        Case("distance 10, window 3", (10, 3)),
-        Case("distance 9, window 4", (9, 4)),
-        Case("distance 1, window 2", (1, 2)),
-        Case("distance 5, window 8 (inside one window)", (5, 8)),
-        Case("distance 100, window 11", (100, 11)),
-        Case("distance 131072, window 4097", (131072, 4097)),
+        Case(
+            "three layers, dilation 1 each: the stacked window of section 5 (T=10, w=3)", (10, 3, [1, 1, 1])
+        ),
+        Case("one layer, dilation 2 (T=10, w=3)", (10, 3, [2])),
+        Case("dilations 1 and 3: no gap (T=12, w=3)", (12, 3, [1, 3])),
+        Case("dilations 2 and 2: odd distances never reached (T=12, w=3)", (12, 3, [2, 2])),
+        Case("dilations 1, 2, 4 with w=2: each layer doubles the reach (T=10)", (10, 2, [1, 2, 4])),
+        Case("dilations 3 and 2: gaps, and a reach longer than the sequence (T=9, w=3)", (9, 3, [3, 2])),
     ]
     mistakes = [
         Mistake(
-            "round up, not down: L layers reach L·(w - 1) positions back, and that must be at least "
-            "the distance",
-            lambda d, w: d // (w - 1),
+            "the mask is inverted: True means *can influence* (rows are outputs, columns inputs)",
+            lambda *a: ~_dilated_field(*a),
         ),
         Mistake(
-            "one layer moves information w - 1 positions, not w: the window's w keys include the "
-            "query itself",
-            lambda d, w: math.ceil(d / w),
+            "rows are the outputs (queries) and columns the inputs: output i can only be influenced by "
+            "inputs j <= i; yours is the transpose",
+            lambda *a: _dilated_field(*a).T,
         ),
         Mistake(
-            "one layer moves information w - 1 positions, not w (the window includes the query "
-            "itself); and round up",
-            lambda d, w: d // w,
+            "the window is causal, as in section 5: keys at or before the query, not on both sides",
+            _both_sides,
         ),
         Mistake(
-            "the distance counts positions between the two tokens, not the tokens themselves: "
-            "token i - d is d steps back",
-            lambda d, w: math.ceil((d + 1) / (w - 1)),
+            "each layer has its own dilation: layer l uses dilations[l], not the first one for all",
+            lambda *a: _field_variant(*a, layers="same"),
         ),
+        Mistake(
+            "a dilated layer's w keys are spread d apart: i, i - d, ..., i - (w - 1) d; you took w "
+            "neighbouring keys (the window of section 5), whatever the dilation",
+            lambda *a: _field_variant(*a, steps=lambda w, d: set(range(w))),
+        ),
+        Mistake(
+            "a dilated window still has w keys, spread over (w - 1) d + 1 positions; you kept only the "
+            "keys i - k d that fall among the w nearest",
+            lambda *a: _field_variant(*a, steps=lambda w, d: set(range(0, w, d))),
+        ),
+        Mistake(
+            "the window includes the query itself (distance 0), as in section 5: keys i, i - d, ..., "
+            "i - (w - 1) d; without it every chain must move back at every layer",
+            lambda *a: _field_variant(*a, steps=lambda w, d: {k * d for k in range(1, w + 1)}),
+        ),
+        Mistake(  # before the layers' hints: two narrow layers can reach as far as one wide one
+            "each layer's window has w keys, i, i - d, ..., i - (w - 1) d; yours has w - 1 (a `<` where "
+            "`<=` belongs?)",
+            lambda *a: _field_variant(*a, steps=lambda w, d: {k * d for k in range(w - 1)}),
+        ),
+        Mistake(
+            "each layer's window has w keys, i, i - d, ..., i - (w - 1) d; yours has w + 1",
+            lambda *a: _field_variant(*a, steps=lambda w, d: {k * d for k in range(w + 1)}),
+        ),
+        *(
+            Mistake(_COMPOSE, wrong)
+            for wrong in (
+                _union,
+                lambda *a: _field_variant(*a, layers="last"),
+                lambda *a: _field_variant(*a, layers="first"),
+            )
+        ),
+        Mistake(
+            "the farthest input is right, but not every distance up to it is reached: a distance is a sum of "
+            "one step k * d per layer, and with dilations 2 and 2, say, no odd distance is",
+            lambda *a: _field_variant(*a, fill=True),
+        ),
+        Mistake(
+            "the product of 0/1 masks counts the chains from input j to output i; what is asked is whether "
+            "one exists: compare with 0 (> 0) and return a bool mask",
+            _paths,
+        ),
+        as_numbers(_dilated_field, "add `.bool()`"),
     ]
-    return run_check("Exercise 13.3 — how many layers?", student_fn, _layers_needed, cases, mistakes)
+    return run_check(
+        "Exercise 13.3 — the receptive field of dilated windows",
+        student_fn,
+        _dilated_field,
+        cases,
+        mistakes,
+        forbidden=[own(receptive_field)],
+    )
 
 
 # --- 13.4: RoPE, the rotate-half layout -----------------------------------------------------

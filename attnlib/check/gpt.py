@@ -2,11 +2,12 @@
 
 Shapes: ``B`` batch, ``H`` heads, ``T`` cached positions, ``Dh`` head width, ``V`` vocabulary.
 
-The references are attnlib's own: :func:`attnlib.sampling.next_token_probs` and
-:func:`attnlib.sampling.top_p_logits`, the cached step of
+The references: :func:`attnlib.sampling.next_token_probs` (12.1); top-p with a temperature and
+ties, written here (12.2: attnlib's own top-p keeps no ties); the cached step of
 :func:`attnlib.kv_cache.cached_attention` (append, then attend with
-:func:`attnlib.functional.scaled_dot_product_attention`) and :func:`attnlib.memory.kv_cache_bytes`.
-Inputs come from local ``torch.Generator`` s, so a check never moves the global seed.
+:func:`attnlib.functional.scaled_dot_product_attention`) (12.3); :func:`attnlib.memory.kv_cache_bytes`
+of a rolling buffer of W positions, and the slot ``i mod W`` (12.4). Inputs come from local
+``torch.Generator`` s, so a check never moves the global seed.
 """
 
 from __future__ import annotations
@@ -17,25 +18,26 @@ import torch
 
 from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
 from ..kv_cache import KVCache, cached_attention
-from ..sampling import top_k_logits
-from ..sampling import top_p_logits as _top_p_reference
+from ..sampling import top_k_logits, top_p_logits
 from ._core import (
-    FAIL,
-    PASS,
     Case,
     Mistake,
     Symptom,
     Verdict,
     check_answer,
+    combined,
+    declare_hints,
     generator,
     not_a_distribution,
+    predictions_not_yet,
     run_check,
-    same,
+    slips,
+    whole_number,
     wrong_type,
 )
 from ._reach import own
 
-__all__ = ["cached_attention_step", "kv_cache_memory", "sampling_probs", "top_p_logits"]
+__all__ = ["cached_attention_step", "rolling_kv_cache", "sampling_probs", "top_p_probs"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,95 +162,241 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 12.2: top-p (nucleus) filtering
+# Exercise 12.2: top-p sampling with a temperature and ties
 # ---------------------------------------------------------------------------------------------
 
 
-def _nucleus(logits, p, *, descending=True, rule="right", fill=float("-inf"), dim=-1):
-    """The top-p filter with one typical slip (``rule``: right, early, late, no_top)."""
-    if dim != -1 and logits.dim() > 1:  # the slip: each column treated as a distribution
-        return _nucleus(logits.transpose(0, -1), p, descending=descending, rule=rule, fill=fill).transpose(
-            0, -1
-        )
-    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=descending)  # (..., V)
-    total = probs.cumsum(dim=-1)  # (..., V): mass up to and including each token
-    if rule == "early":  # stops before the token that reaches p
-        drop = total >= p
-        drop[..., 0] = False
-    elif rule == "no_top":  # "remove above p, shift right by one" without keeping the first
-        drop = torch.cat([(total > p)[..., :1], (total > p)[..., :-1]], dim=-1)
-    else:
-        drop = total - probs >= p
-        if rule == "late":  # one more token than the nucleus
-            drop = torch.cat([torch.zeros_like(drop[..., :1]), drop[..., :-1]], dim=-1)
-    drop = drop.scatter(-1, order, drop)  # back to vocabulary order
-    return logits.masked_fill(drop, fill)
+def _top_p(
+    logits,
+    p,
+    temperature,
+    *,
+    heat="first",
+    descending=True,
+    rule="right",
+    ties=True,
+    renormalise=True,
+    fill=float("-inf"),
+    dim=-1,
+    returns="probs",
+):
+    """The distribution top-p sampling draws from, with one typical slip (all knobs at their default:
+    the right answer).
 
-
-def _top_p_case(name: str, shape: tuple[int, ...], p: float, seed: int, scale: float = 2.0) -> Case:
-    logits = torch.randn(shape, generator=generator(seed)) * scale
-    return Case(name, (logits, p))
-
-
-def top_p_logits(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 12.2: ``student_fn(logits, p)`` -> ``(..., V)`` logits, as
-    :func:`attnlib.sampling.top_p_logits`.
-
-    Keep the smallest set of most likely tokens whose probability (``softmax`` over the last
-    axis) reaches ``p``, always at least the most likely one; the other logits become ``-inf``.
+    ``heat``: "first" (right), "after" (nucleus at temperature 1, heated afterwards), "times"
+    (multiplied), "ignored". ``rule``: "right", "early" (stops before the token reaching p), "late"
+    (one more), "no_top" (the shift-right recipe without keeping the first). ``ties``: keep every
+    token tied with the last one kept.
     """
-    cases = [
-        _top_p_case("one row of V=6 logits, p=0.5", (6,), 0.5, seed=141),
-        _top_p_case("(B, V) = (3, 8), p=0.9", (3, 8), 0.9, seed=142),
-        _top_p_case("(B, V) = (2, 10), p=0.6", (2, 10), 0.6, seed=143),
+    if dim != -1 and logits.dim() > 1:  # the slip: each column treated as a distribution
+        return _top_p(
+            logits.transpose(0, -1), p, temperature, heat=heat, descending=descending, rule=rule, ties=ties,
+            renormalise=renormalise, fill=fill, returns=returns,
+        ).transpose(0, -1)  # fmt: skip
+    tempered = {"times": logits * temperature, "ignored": logits}.get(heat, logits / temperature)
+    ranked = logits if heat == "after" else tempered  # the logits the nucleus is chosen from
+    probs, order = torch.softmax(ranked, dim=-1).sort(dim=-1, descending=descending)  # (..., V) each
+    total = probs.cumsum(dim=-1)  # (..., V): mass up to and including each token
+    if rule == "early":
+        keep = total < p
+        keep[..., 0] = True
+    elif rule == "no_top":
+        keep = ~torch.cat([(total > p)[..., :1], (total > p)[..., :-1]], dim=-1)
+    else:
+        keep = total - probs < p  # the mass ranked above each token is still below p
+        if rule == "late":
+            keep = torch.cat([torch.ones_like(keep[..., :1]), keep[..., :-1]], dim=-1)
+    if ties:  # every token whose logit equals the last kept one's: compare with it, not with positions
+        values = ranked.gather(-1, order)  # (..., V): the ranked logits in sorted order
+        if descending:
+            last = values.masked_fill(~keep, float("inf")).amin(dim=-1, keepdim=True)  # (..., 1)
+            kept = ranked >= last
+        else:
+            last = values.masked_fill(~keep, float("-inf")).amax(dim=-1, keepdim=True)
+            kept = ranked <= last
+    else:
+        kept = keep.scatter(-1, order, keep)  # back to vocabulary order
+    if returns == "logits":
+        return tempered.masked_fill(~kept, fill)
+    if not renormalise:
+        return torch.softmax(tempered, dim=-1) * kept
+    return torch.softmax(tempered.masked_fill(~kept, fill), dim=-1)
+
+
+def _reference_top_p(logits: torch.Tensor, p: float, temperature: float) -> torch.Tensor:
+    return _top_p(logits, p, temperature)
+
+
+def _margin(logits: torch.Tensor, p: float, temperature: float) -> float:
+    """How far the running totals of the tempered, sorted probabilities stay from ``p`` (float64)."""
+    probs = torch.softmax(logits.double() / temperature, dim=-1).sort(dim=-1, descending=True).values
+    return float((probs.cumsum(dim=-1) - p).abs().min())
+
+
+def _top_p_case(
+    name: str,
+    shape: tuple[int, ...],
+    p: float,
+    temperature: float,
+    seed: int,
+    scale: float = 2.0,
+    rows: list[list[float]] | None = None,
+) -> Case:
+    """Random logits of ``shape`` whose running totals stay 0.005 or more from ``p`` (drawn again
+    until they do, so that no rounding decides which token reaches ``p``), then ``rows`` if given."""
+    gen = generator(seed)
+    logits = torch.randn(shape, generator=gen) * scale
+    while p < 1 and _margin(logits, p, temperature) < 0.005:
+        logits = torch.randn(shape, generator=gen) * scale
+    if rows is not None:
+        logits = torch.cat([logits, torch.tensor(rows)])  # (B, V) -> (B + len(rows), V)
+    return Case(name, (logits, p, temperature))
+
+
+#: Exercise 12.2's rows with ties, at T = 0.8 and p = 0.45: the nucleus ends at a token tied with
+#: the next one; the largest logit is tied and reaches p alone; three tokens tie at the edge.
+TIED_ROWS = [
+    [1.0, 0.5, 0.5, 0.0, -0.5, -1.0],
+    [2.0, -1.0, 2.0, -0.5, -2.0, -3.0],
+    [0.0, 1.0, 0.5, -1.0, 0.5, 0.5],
+]
+
+
+def _top_p_cases() -> list[Case]:
+    """Exercise 12.2's cases, simplest first; the ties last."""
+    return [
+        _top_p_case("one row of V=6 logits, T=1, p=0.5", (6,), 0.5, 1.0, seed=151),
+        _top_p_case("(B, V) = (3, 8), T=0.5 (sharper), p=0.9", (3, 8), 0.9, 0.5, seed=152),
+        _top_p_case("(B, V) = (2, 10), T=2 (flatter), p=0.7", (2, 10), 0.7, 2.0, seed=153),
         _top_p_case(
-            "(B, V) = (3, 6), p=0.3, one token often holds more than p", (3, 6), 0.3, seed=144, scale=4.0
+            "(B, V) = (3, 6), T=0.7, p=0.3: the top token often holds more than p alone",
+            (3, 6),
+            0.3,
+            0.7,
+            seed=154,
+            scale=4.0,
+        ),
+        _top_p_case("(2, 3, 7): a batch of batches, T=1.5, p=0.8", (2, 3, 7), 0.8, 1.5, seed=155),
+        _top_p_case(
+            "(B, V) = (2, 5), T=1.5, p=1: every token is kept", (2, 5), 1.0, 1.5, seed=156, scale=1.0
+        ),
+        _top_p_case(
+            "(B, V) = (4, 6), T=0.8, p=0.45; the last three rows have tokens tied with the last one kept",
+            (1, 6),
+            0.45,
+            0.8,
+            seed=157,
+            rows=TIED_ROWS,
         ),
     ]
-    mistakes = [
-        Mistake(
-            "sort the probabilities from the largest down (sort(..., descending=True)): the nucleus is the "
-            "*most* likely tokens, you kept the least likely ones",
-            lambda x, p: _nucleus(x, p, descending=False),
+
+
+#: Exercise 12.2's typical slips: (hint, the knobs of :func:`_top_p` that make it).
+_TOP_P_SLIPS = [
+    (
+        "apply the temperature FIRST: the nucleus is taken from softmax(logits / temperature), the "
+        "distribution the sampler draws from; you chose it at temperature 1 and heated afterwards",
+        {"heat": "after"},
+    ),
+    (
+        "divide the logits by the temperature: a small T must make large logits larger (sharper), "
+        "you multiplied",
+        {"heat": "times"},
+    ),
+    ("the temperature was ignored: divide the logits by it before the softmax", {"heat": "ignored"}),
+    (
+        "sort the probabilities from the largest down (sort(..., descending=True)): the nucleus is the "
+        "*most* likely tokens, you kept the least likely ones",
+        {"descending": False},
+    ),
+    (
+        "you stopped one token too early: keep the token whose probability makes the total reach p. A "
+        "token stays while the mass ranked *above* it (cumsum - probs) is still below p",
+        {"rule": "early"},
+    ),
+    (
+        "you kept one token too many: once the kept tokens reach p, stop. A token stays only while the "
+        "mass ranked above it (cumsum - probs) is below p",
+        {"rule": "late"},
+    ),
+    (
+        "when the most likely token alone holds p or more, it must still be kept (the nucleus is never "
+        "empty): after shifting the mask right by one, set its first column to keep",
+        {"rule": "no_top"},
+    ),
+    (
+        "renormalise: the kept probabilities must sum to 1 again (divide them by their sum, or set the "
+        "other logits to -inf before the softmax); you only zeroed the others",
+        {"renormalise": False},
+    ),
+    (
+        "the dropped tokens must get logit float('-inf') before the softmax (probability 0); a logit of "
+        "0 still gets exp(0) = 1 share",
+        {"fill": 0.0},
+    ),
+    (
+        "each row of a batch is its own distribution: softmax, sort and cumsum along the vocabulary, "
+        "the last axis (dim=-1), not dim=0",
+        {"dim": 0},
+    ),
+    (
+        "return probabilities, the distribution the sampler draws from (softmax of the kept tempered "
+        "logits), not the filtered logits",
+        {"returns": "logits"},
+    ),
+]
+
+
+def _ties_dropped(got: object, expected: torch.Tensor) -> bool:
+    """True when ``got`` keeps none it should not, and in some row leaves out a token whose
+    probability equals that of a token it kept: a nucleus without the tokens tied with its last one,
+    whichever of them the sort put first (not any nucleus that is merely too small)."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape or not got.is_floating_point():
+        return False
+    kept, wanted = got > 0, expected > 0
+    if bool((kept & ~wanted).any()):
+        return False
+    rows = expected.detach().reshape(-1, expected.shape[-1])
+    for values, mine, theirs in zip(rows, kept.reshape(rows.shape), wanted.reshape(rows.shape), strict=True):
+        missing, held = values[theirs & ~mine], values[mine]
+        if len(missing) and len(held) and bool(torch.isclose(missing[:, None], held[None, :]).any()):
+            return True
+    return False
+
+
+def top_p_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 12.2: ``student_fn(logits, p, temperature)`` -> ``(..., V)`` probabilities.
+
+    The temperature first, ``softmax(logits / temperature)``; then the nucleus of that distribution:
+    the most likely tokens until their probability reaches ``p`` (the top one always, every token
+    for ``p = 1``), with every token tied with the last one kept; renormalised over the last axis.
+    attnlib's :func:`~attnlib.sampling.next_token_probs` with ``top_p`` is the same without the ties.
+    """
+    cases = _top_p_cases()
+    twice = Mistake(
+        "you applied the temperature twice (the logits divided by T, then softmax(logits / T) again): "
+        "divide by T once",
+        lambda logits, p, temperature: _top_p(logits / temperature, p, temperature),
+    )
+    mistakes = [twice, *slips(_top_p, _TOP_P_SLIPS)]
+    mistakes += [
+        Symptom(
+            "your nucleus drops tokens tied with the last one kept; the text says keep them all (as 12.1 "
+            "keeps ties with the k-th): keep every token whose probability is >= that of the last token of "
+            "the nucleus, not the positions the sort happened to put first",
+            _ties_dropped,
         ),
-        Mistake(
-            "you stopped one token too early: keep the token whose probability makes the total reach p. A "
-            "token stays while the mass *before* it (cumsum - probs) is still below p",
-            lambda x, p: _nucleus(x, p, rule="early"),
-        ),
-        Mistake(
-            "you kept one token too many: once the kept tokens reach p, stop. A token stays only while the "
-            "mass before it (cumsum - probs) is below p",
-            lambda x, p: _nucleus(x, p, rule="late"),
-        ),
-        Mistake(
-            "when the most likely token alone holds p or more, it must still be kept (the nucleus is never "
-            "empty): after shifting the mask right by one, set its first column to keep",
-            lambda x, p: _nucleus(x, p, rule="no_top"),
-        ),
-        Mistake(
-            "the dropped tokens must get logit float('-inf') (probability 0 after the softmax); a logit of 0 "
-            "still gets exp(0) = 1 share",
-            lambda x, p: _nucleus(x, p, fill=0.0),
-        ),
-        Mistake(
-            "each row of a batch is its own distribution: softmax, sort and cumsum along the vocabulary, "
-            "the last axis (dim=-1), not dim=0",
-            lambda x, p: _nucleus(x, p, dim=0),
-        ),
-        Mistake(
-            "return logits (the kept ones unchanged, the others -inf), not probabilities: the softmax comes "
-            "later, in next_token_probs",
-            lambda x, p: torch.softmax(_nucleus(x, p), dim=-1),
+        not_a_distribution(
+            "softmax over the vocabulary (dim=-1) of the kept tempered logits, the others -inf"
         ),
     ]
     return run_check(
-        "Exercise 12.2 — top-p (nucleus) filtering",
+        "Exercise 12.2 — top-p sampling with a temperature and ties",
         student_fn,
-        _top_p_reference,
+        _reference_top_p,
         cases,
         mistakes,
-        forbidden=[own(_top_p_reference)],
+        forbidden=[own(top_p_logits), own(top_k_logits), own(next_token_probs)],
     )
 
 
@@ -349,57 +497,120 @@ def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 12.4: predict the cache's size
+# Exercise 12.4: predict a rolling buffer cache with grouped-query attention
 # ---------------------------------------------------------------------------------------------
 
-#: Exercise 12.4's model: GPT-2 small's sizes, a batch of 8 full contexts in float32.
-CACHE_CONFIG = {"n_layers": 12, "dim": 768, "n_heads": 12, "length": 1024, "batch": 8, "bytes": 4}
+#: Exercise 12.4's model: grouped-query attention (4 key/value heads for 24 query heads of 64), a
+#: window of 1,024 keys with a rolling buffer cache (Jiang et al., 2023, §2), float16, a batch of 3
+#: sequences of 500 prompt tokens and 2,000 generated ones.
+ROLLING_CONFIG = {
+    "n_layers": 24,
+    "dim": 1536,
+    "n_heads": 24,  # H / G = 6, not G: a student who caches "H/G heads" is told so
+    "n_kv_heads": 4,
+    "window": 1024,
+    "batch": 3,
+    "prompt": 500,
+    "generated": 2000,
+    "bytes": 2,
+}
 
 
-def kv_cache_memory(answer: object) -> Verdict:
-    """Exercise 12.4: the bytes of the KV cache for :data:`CACHE_CONFIG`, a prediction."""
-    title = "Exercise 12.4 — predict: the size of the KV cache"
-    c = CACHE_CONFIG
-    head_dim = c["dim"] // c["n_heads"]
+def _rolling_answers() -> tuple[int, int]:
+    """The bytes the rolling buffers hold, and the slot of the last position."""
+    c = ROLLING_CONFIG
+    length = c["prompt"] + c["generated"]  # positions 0 .. length - 1
     n = kv_cache_bytes(
         n_layers=c["n_layers"],
-        n_kv_heads=c["n_heads"],
-        head_dim=head_dim,
-        seq_len=c["length"],
+        n_kv_heads=c["n_kv_heads"],
+        head_dim=c["dim"] // c["n_heads"],
+        seq_len=min(length, c["window"]),  # the buffer stops growing at W positions
         batch=c["batch"],
         bytes_per_value=c["bytes"],
     )
-    if answer is ... or wrong_type(answer, n):
-        return check_answer(title, answer, n)  # the "not yet", or "expected a number", of every prediction
-    if same(answer, float(n), atol=0.5):
-        return Verdict(
-            True,
-            f"{PASS} {title}: right, {n:,} bytes ({n / 2**20:,.0f} MiB): 2 (keys and values) x 12 layers x "
-            "8 sequences x 12 heads x 1024 positions x 64 numbers x 4 bytes.",
-            "pass",
-        )
-    hints = [
-        (n / 2, "that is half of it: the cache holds a key AND a value per position (a factor 2), and a "
-                "float32 takes 4 bytes"),
-        (n / 4, "count bytes, not numbers: each float32 takes 4 bytes"),
-        (n / c["n_layers"], "a factor 12 is missing: every layer has its own keys and values (x 12 layers), "
-                            "and each position holds a key of H x Dh = 12 x 64 = 768 numbers per layer, "
-                            "all heads together"),
-        (n / c["batch"], "each of the 8 sequences of the batch has its own cache: x 8"),
-        (n * c["n_heads"], "per head the keys are Dh = 768 / 12 = 64 wide: H x Dh = D, not H x D"),
-        (n * 8, "count bytes, not bits: a float32 is 4 bytes"),
+    return n, (length - 1) % c["window"]
+
+
+def _predicted(
+    title: str, answer: object, expected: int, hints: list[tuple[float, str]], fallback: str, rel: float = 0.0
+) -> Verdict:
+    """:func:`check_answer` with the hint of the first wrong value that ``answer`` equals (to within
+    ``rel`` of it: a size written in MiB may be rounded), else ``fallback``."""
+    declare_hints([fallback, *(hint for _, hint in hints)])
+    hint = fallback
+    if whole_number(answer) != expected and not wrong_type(answer, expected):
+        for wrong, text in hints:
+            if abs(float(answer) - wrong) <= rel * abs(wrong):
+                hint = text
+                break
+    return check_answer(title, answer, expected, hint)
+
+
+def rolling_kv_cache(cache_bytes: object, slot: object) -> Verdict:
+    """Exercise 12.4: the bytes the rolling buffer caches of :data:`ROLLING_CONFIG` hold after
+    the last token, and the slot that token's key went to; a prediction."""
+    title = "Exercise 12.4 — predict: a rolling buffer cache with grouped-query attention"
+    if cache_bytes is ... or slot is ...:
+        return predictions_not_yet(title)
+    c = ROLLING_CONFIG
+    n, last_slot = _rolling_answers()
+    length, w, group = c["prompt"] + c["generated"], c["window"], c["n_heads"] // c["n_kv_heads"]
+    head_dim = c["dim"] // c["n_heads"]
+    window = (
+        f"the window: the rolling buffer keeps only the last W = {w:,} positions of each sequence "
+        f"(position i overwrites slot i mod W), however many tokens the sequence has ({length:,} here)"
+    )
+    byte_hints = [
+        (n * group * length / w, f"that is section 5's cache: all H = {c['n_heads']} heads at all {length:,} "
+         f"positions. Grouped-query attention caches only the G = {c['n_kv_heads']} key/value heads, and the "
+         f"window keeps at most W = {w:,} positions"),
+        (n * group, f"the cache holds the G = {c['n_kv_heads']} key/value heads, not the H = {c['n_heads']} "
+         f"query heads: with grouped-query attention {group} query heads share each key and value"),
+        (n * c["dim"] / head_dim, f"each key/value head is Dh = {c['dim']} / {c['n_heads']} = {head_dim} "
+         f"numbers wide: a position's key is G x Dh numbers, not G x D"),
+        (n * length / w, window),
+        (n * c["generated"] / w, window),
+        (n * (w + 1) / w, f"the rolling buffer has W = {w:,} slots (slots 0 to W - 1), not W + 1"),
+        (n / 2, "that is half of it: a factor 2 is missing. The cache holds a key AND a value for every "
+         "position and head, and a float16 number takes 2 bytes"),
+        (n * 2, "a float16 number takes 2 bytes, not 4 (that is float32)"),
+        (n / c["n_layers"], f"every layer has its own keys and values: x {c['n_layers']} layers"),
+        (n / c["batch"], f"each of the {c['batch']} sequences has its own cache: x {c['batch']}"),
+        (n * 8, "count bytes, not bits: a float16 number is 2 bytes"),
         (n / 2**20, "the answer in bytes, please (that number is MiB: multiply by 2**20)"),
         (n / 10**6, "the answer in bytes, please (that number is MB: multiply by 10**6)"),
-        (n / 2**30, "the answer in bytes, please (that number is GiB)"),
+        (n / 2**30, "the answer in bytes, please (that number is GiB: multiply by 2**30)"),
     ]  # fmt: skip
-    for wrong, hint in hints:
-        if same(answer, float(wrong), atol=max(0.5, abs(wrong) * 1e-3)):
-            return Verdict(
-                False, f"{FAIL} {title}: you predicted {answer!r}; that is not it.\n   hint: {hint}"
-            )
-    return Verdict(
-        False,
-        f"{FAIL} {title}: you predicted {answer!r}; that is not it.\n   hint: multiply what one cached "
-        "position costs in one layer (a key and a value for every head) by the layers, the batch and the "
-        "positions",
+    slot_hints = [
+        (length % w, f"positions count from 0: the last of {length:,} tokens is position {length - 1:,}, not "
+         f"{length:,}"),
+        (length - 1, f"the buffer has only W = {w:,} slots, 0 to {w - 1:,}: position i goes to slot i mod W"),
+        ((length - 1) % (w + 1), f"the buffer has W = {w:,} slots, not W + 1: take the position mod {w:,}"),
+        ((c["generated"] - 1) % w, f"the prompt is cached too: positions count from the first prompt token, "
+         f"so the last token is position {length - 1:,}, not {c['generated'] - 1:,}"),
+        (length - 1 - w, f"{length - 1 - w:,} is a position (the one whose key the last token overwrote), "
+         f"not a slot: slots run from 0 to W - 1 = {w - 1:,}"),
+    ]  # fmt: skip
+    parts = [
+        _predicted(
+            "cache_bytes",
+            cache_bytes,
+            n,
+            byte_hints,
+            "multiply what one cached position costs in one layer (a key and a value for each of the G "
+            "key/value heads) by the layers, the batch and the positions the buffer holds",
+            rel=5e-4,
+        ),
+        _predicted("slot", slot, last_slot, slot_hints, "position i is written into slot i mod W"),
+    ]
+    full = kv_cache_bytes(c["n_layers"], c["n_heads"], head_dim, length, c["batch"], c["bytes"])
+    return combined(
+        title,
+        parts,
+        f"right, {n:,} bytes ({n / 2**20:,.0f} MiB): 2 (K and V) x {c['n_layers']} layers x "
+        f"{c['batch']} sequences x {c['n_kv_heads']} key/value heads x {w:,} positions x {head_dim} numbers "
+        f"x {c['bytes']} bytes, {full / n:.2f} times less than all {c['n_heads']} heads at all {length:,} "
+        f"positions; and "
+        f"position {length - 1:,} went to slot {length - 1:,} mod {w:,} = {last_slot}, overwriting position "
+        f"{length - 1 - w:,}.",
     )

@@ -3,11 +3,13 @@
 Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``H`` hidden size,
 ``L`` LSTM layers, ``V`` vocabulary, ``D`` half-window of local attention.
 
-The references are attnlib's own code: ``AttentionGeneral.score``, ``LuongDecoder`` and
-:func:`attnlib.local_attention.make_attention`. Local-m's window weighting, which ``LocalAttention.attend``
-computes inline rather than as a function, is written here from attnlib's pieces;
-tests/check/test_luong_attention.py proves it agrees with the code that inlines it. attnlib
-has no location-based score (Luong et al., 2015, eq. 8): its reference is written here, from
+The references: the concat score of every concatenated pair (9.1), which
+tests/check/test_luong_attention.py proves equal to ``AttentionParams.score``; ``LuongDecoder``'s own
+forward pass over all teacher-forced steps (9.5); and ``LocalAttention``'s parameter count (9.4).
+Local-m's window weighting, which ``LocalAttention.attend`` computes inline rather than as a
+function, is written here from attnlib's pieces; tests/check/test_luong_attention.py proves it
+agrees with the code that inlines it. attnlib has no location-based score (Luong et al., 2015,
+§3.1): its reference is written here, from
 ``masked_softmax``. Inputs come from local ``torch.Generator`` s and modules are built inside
 :func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 """
@@ -19,29 +21,24 @@ from typing import Any
 
 import torch
 
-from .. import AttentionGeneral, LuongDecoder, make_attention, masked_softmax
+from .. import AttentionGeneral, AttentionParams, LuongDecoder, masked_softmax
 from ..evaluation import count_parameters
-from ..local_attention import SCORERS, LocalAttention
+from ..local_attention import LocalAttention
 from ._core import (
-    FAIL,
     Case,
-    Mistake,
     Verdict,
     check_answer,
-    combined,
     generator,
     not_a_distribution,
-    predictions_not_yet,
     run_check,
-    run_check_parts,
     seeded,
     slips,
     whole_number,
 )
-from ._reach import own
-from .bahdanau_attention import STEP_HIDDEN, decoder_case, source_mask
+from ._reach import own, torch_api
+from .bahdanau_attention import STEP_HIDDEN, STEP_VOCAB, source_mask
 
-__all__ = ["general_scores", "local_m_weights", "location_weights", "luong_step", "scorer_parameters"]
+__all__ = ["concat_scores", "local_m_weights", "local_p_parameters", "location_weights", "luong_decode"]
 
 #: The hint of 9.2 and 9.3 for weights that are no distribution over the source, whatever the slip.
 _NOT_A_DISTRIBUTION = not_a_distribution(
@@ -49,67 +46,133 @@ _NOT_A_DISTRIBUTION = not_a_distribution(
 )
 
 
-def _reference_general(query: torch.Tensor, keys: torch.Tensor, w_a: torch.Tensor) -> torch.Tensor:
-    with seeded(0):
-        attention = AttentionGeneral(keys.shape[-1])
-    with torch.no_grad():
-        attention.W_a.weight.copy_(w_a)
-        return attention.score(query, keys)  # (B, Tq, Ts)
+def _reference_concat(query, keys, w_a, b_a, v_a):
+    """Luong's *concat* score, one (query, key) pair at a time: ``v_aᵀ tanh(W_a [h_t; h̄_s] + b_a)``,
+    the concatenation built for every pair, as notebook 09's section 1 writes it."""
+    tq, ts = query.shape[1], keys.shape[1]
+    pairs = torch.cat(
+        (query[:, :, None, :].expand(-1, -1, ts, -1), keys[:, None, :, :].expand(-1, tq, -1, -1)), dim=-1
+    )  # (B, Tq, Ts, 2H): [h_t; h̄_s] for every pair
+    return torch.tanh(pairs @ w_a.T + b_a) @ v_a  # (B, Tq, Ts, 2H) @ (2H, A) -> (B, Tq, Ts, A) -> (B, Tq, Ts)
 
 
-def _general_case(name: str, b: int, tq: int, ts: int, h: int, seed: int) -> Case:
+def _concat(
+    query,
+    keys,
+    w_a,
+    b_a,
+    v_a,
+    *,
+    halves="query first",
+    bias="once",
+    transpose=True,
+    tanh="inside",
+    pairs=True,
+    order="steps first",
+    softmax=False,
+):
+    """The concat score with the key half of W_a applied once, a knob per typical slip; defaults are right."""
+    h = query.shape[-1]
+    w_q, w_k = (
+        (w_a[:, :h], w_a[:, h:]) if halves == "query first" else (w_a[:, h:], w_a[:, :h])
+    )  # (A, H) each
+    if not transpose:
+        w_q, w_k = w_q.T, w_k.T
+    q = query @ w_q.T  # (B, Tq, H) @ (H, A) -> (B, Tq, A)
+    k = keys @ w_k.T  # (B, Ts, H) @ (H, A) -> (B, Ts, A): once for every step
+    if bias == "twice":
+        q, k = q + b_a, k + b_a
+    elif bias == "once":
+        k = k + b_a
+    energy = q[:, :, None, :] + k[:, None, :, :] if pairs else q + k  # (B, Tq, Ts, A)
+    if tanh == "inside":
+        scores = torch.tanh(energy) @ v_a  # (B, Tq, Ts, A) @ (A,) -> (B, Tq, Ts)
+    else:
+        scores = energy @ v_a if tanh == "none" else torch.tanh(energy @ v_a)
+    if order != "steps first":
+        scores = scores.transpose(1, 2)
+    return torch.softmax(scores, dim=-1) if softmax else scores
+
+
+def _concat_case(name: str, b: int, tq: int, ts: int, h: int, a: int, seed: int) -> Case:
     gen = generator(seed)
-    shapes = [(b, tq, h), (b, ts, h), (h, h)]
+    shapes = [(b, tq, h), (b, ts, h), (a, 2 * h), (a,), (a,)]
     return Case(name, tuple(torch.randn(s, generator=gen) for s in shapes))
 
 
-def general_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
-    """Exercise 9.1: ``student_fn(query, keys, w_a) -> scores (B, Tq, Ts)``.
+#: Out of reach while exercise 9.1 runs: attnlib's concat scorer, and the concatenation itself.
+CONCAT_FORBIDDEN = (
+    own(AttentionParams, "project_keys", "score_projected", what="AttentionParams.score"),
+    torch_api(
+        "torch.cat",
+        (torch, "cat"),
+        (torch, "concat"),
+        (torch, "concatenate"),
+        hint="split W_a's columns instead: W_a [h_t; h̄_s] = W_a[:, :H] h_t + W_a[:, H:] h̄_s, so that no "
+        "pair is ever concatenated",
+    ),
+)
 
-    Luong's *general* score ``h_tᵀ W_a h_s`` of every decoder state (``query`` ``(B, Tq, H)``)
-    with every encoder output (``keys`` ``(B, Ts, H)``); ``w_a`` ``(H, H)`` is the weight of
-    ``nn.Linear(H, H, bias=False)``, so ``W_a h_s`` is ``keys @ w_a.T``. As
-    ``AttentionGeneral.score`` computes it.
+
+def concat_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 9.1: ``student_fn(query, keys, w_a, b_a, v_a) -> scores (B, Tq, Ts)``.
+
+    Luong's *concat* score ``v_aᵀ tanh(W_a [h_t; h̄_s])`` (Luong et al., 2015, §3.1), with attnlib's
+    bias: ``query`` ``(B, Tq, H)`` decoder states, ``keys`` ``(B, Ts, H)`` encoder outputs, ``w_a``
+    ``(A, 2H)`` and ``b_a`` ``(A,)`` the weight and bias of ``nn.Linear(2H, A)`` applied to
+    ``[h_t; h̄_s]``, ``v_a`` ``(A,)``. The key half of ``W_a`` is applied to the keys once for all
+    steps, and no pair is concatenated (``torch.cat`` is out of reach). Compared with the scores of
+    every concatenated pair, as ``AttentionParams.score`` computes them.
     """
     cases = [
-        _general_case("one decoder step: B=2, Tq=1, Ts=5, H=4", 2, 1, 5, 4, seed=81),
-        _general_case("B=1, Tq=Ts=3, H=2", 1, 3, 3, 2, seed=82),
-        _general_case("B=2, Tq=4, Ts=6, H=3", 2, 4, 6, 3, seed=83),
+        _concat_case("one decoder step: B=1, Tq=1, Ts=3, H=A=2", 1, 1, 3, 2, 2, seed=81),
+        _concat_case("every step at once: B=2, Tq=Ts=4, H=A=3", 2, 4, 4, 3, 3, seed=82),
+        _concat_case("B=2, Tq=3, Ts=5, H=2, A=4 (W_a maps to A != H features)", 2, 3, 5, 2, 4, seed=83),
+        _concat_case("a one-token source: B=3, Tq=2, Ts=1, H=3, A=2", 3, 2, 1, 3, 2, seed=84),
     ]
-
-    def bilinear(q, k, w):
-        return q @ w @ k.transpose(1, 2)  # (B, Tq, H) @ (H, H) @ (B, H, Ts) -> (B, Tq, Ts)
-
-    mistakes = [
-        Mistake(
-            "W_a is transposed: h_tᵀ W_a h_s is `query @ w_a @ keys.transpose(1, 2)` (with nn.Linear, "
-            "W_a h_s is `keys @ w_a.T`)",
-            lambda q, k, w: bilinear(q, k, w.T),
+    table = [
+        (
+            "W_a meets [h_t; h̄_s], the query first: its first H columns multiply h_t and its last H "
+            "columns h̄_s. You swapped the halves",
+            {"halves": "key first"},
         ),
-        Mistake(
-            "that is Luong's *dot* score: *general* puts the learned matrix W_a between h_t and h_s",
-            lambda q, k, w: q @ k.transpose(1, 2),
+        (
+            "the bias b_a is added once per pair: W_a [h_t; h̄_s] + b_a. Put it on one half only (the "
+            "keys' half, computed once), not on both",
+            {"bias": "twice"},
         ),
-        Mistake(
-            "the general score has no 1/sqrt(H) scaling (that is scaled_dot's)",
-            lambda q, k, w: bilinear(q, k, w) / q.shape[-1] ** 0.5,
+        (
+            "nn.Linear(2H, A) has a bias: W_a [h_t; h̄_s] + b_a. Add b_a once, to one of the two halves",
+            {"bias": "none"},
         ),
-        Mistake(
-            "return the scores, before the softmax",
-            lambda q, k, w: torch.softmax(bilinear(q, k, w), dim=-1),
+        (
+            "w_a is an nn.Linear weight (A, 2H): its halves act as `query @ w_a[:, :H].T` and "
+            "`keys @ w_a[:, H:].T`",
+            {"transpose": False},
         ),
-        Mistake(
+        ("the tanh is missing: v_aᵀ tanh(W_a [h_t; h̄_s] + b_a)", {"tanh": "none"}),
+        (
+            "the tanh goes inside, before the dot product with v_a: v_aᵀ tanh(...), not tanh(v_aᵀ ...)",
+            {"tanh": "outside"},
+        ),
+        (
+            "each query must meet every key: give the projected queries an axis for the keys and the "
+            "projected keys one for the queries, (B, Tq, 1, A) + (B, 1, Ts, A) -> (B, Tq, Ts, A)",
+            {"pairs": False},
+        ),
+        (
             "rows are decoder steps (queries), columns source positions: (B, Tq, Ts), not its transpose",
-            lambda q, k, w: bilinear(q, k, w).transpose(1, 2),
+            {"order": "positions first"},
         ),
+        ("return the scores, before the softmax", {"softmax": True}),
     ]
     return run_check(
-        "Exercise 9.1 — Luong's general score",
+        "Exercise 9.1 — Luong's concat score, the keys' half once",
         student_fn,
-        _reference_general,
+        _reference_concat,
         cases,
-        mistakes,
-        forbidden=[own(AttentionGeneral, "project_keys", "score_projected", what="AttentionGeneral.score")],
+        slips(_concat, table),
+        forbidden=CONCAT_FORBIDDEN,
     )
 
 
@@ -304,202 +367,187 @@ def local_m_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     )
 
 
-#: Hidden size of exercise 9.4.
-SCORER_HIDDEN = 64
+#: Exercise 9.4's module: local-p with a concat score inside its window.
+LOCAL_P_CONFIG = {"hidden_size": 32, "half_window": 5, "mode": "p", "score": "concat"}
 
 
-def _scorer_parameter_counts() -> dict[str, int]:
-    with seeded(0):
-        return {name: count_parameters(make_attention(name, SCORER_HIDDEN)) for name in SCORERS}
-
-
-def _names_hint(names: set[str], expected: set[str]) -> str:
-    h = SCORER_HIDDEN
-    why = {
-        "general": f"general has its matrix W_a ({h} x {h})",
-        "concat": "concat (Bahdanau's additive score) has W, b and v",
-        "local-m": "local-m restricts a *general* scorer to a window (attnlib's default), so it has W_a",
-        "local-p": "local-p has W_p and v_p to predict p_t, plus the W_a of its general scorer",
-        "dot": "dot is h_tᵀ h_s: nothing in it is learned",
-        "scaled_dot": "scaled_dot divides by sqrt(H), a fixed number (a buffer in attnlib), not a parameter",
+def _local_p_hints() -> dict[int, str]:
+    """Exercise 9.4's hints, by the wrong count each slip gives."""
+    h, d = LOCAL_P_CONFIG["hidden_size"], LOCAL_P_CONFIG["half_window"]
+    predictor = h * h + h  # W_p (H x H) and v_p (H): p_t = S sigmoid(v_pᵀ tanh(W_p h_t))
+    concat = 2 * h * h + h + h  # nn.Linear(2H, H) with its bias, and v
+    right = predictor + concat
+    return {
+        predictor: "local-p also holds the scorer it uses inside its window: here concat, an "
+        "nn.Linear(2H, H) with its bias, and the vector v",
+        right - h * h: "p_t = S sigmoid(v_pᵀ tanh(W_p h_t)) has a matrix W_p before v_p: H x H more",
+        right - h: "one vector of H numbers is missing: count v_p, the bias of concat's nn.Linear(2H, H) "
+        "and concat's v, H numbers each",
+        right + h: "one vector of H numbers too many: neither W_p nor v_p has a bias (local-p's p_t has "
+        "none, in Luong's formula or in attnlib)",
+        predictor + h * h: "that is W_p, v_p and a general scorer's H x H, or concat's nn.Linear(2H, H) "
+        "alone: local-p holds p_t's W_p and v_p AND, with score='concat', the concat scorer "
+        "(nn.Linear(2H, H) with its bias, and v)",
+        right - h + h * h: "v_p is a vector: v_pᵀ tanh(W_p h_t) is one number per step, so v_p has H "
+        "entries, not H x H",
+        right + 2 * d + 1: f"the window of 2D+1 = {2 * d + 1} positions is fixed by the half-window "
+        f"D={d}, a number you choose: neither D nor sigma = D/2 is a parameter",
+        right + 1: "sigma = D/2 is a fixed number, not a parameter; nor is S, the source length",
     }
-    unknown = sorted(names - set(SCORERS))
-    if unknown:
-        return f"unknown name(s) {unknown}: use the names of attnlib.local_attention.SCORERS, {list(SCORERS)}"
-    wrong = sorted(names - expected) + sorted(expected - names)
-    return "; ".join(why[n] for n in wrong)
 
 
-def _concat_hint(answer: Any) -> str:
-    h = SCORER_HIDDEN
-    hints = {
-        2 * h * h + h: "2H x H + H counts W and only one of the two H-sized pieces: attnlib's concat "
-        "(AttentionParams) has both the bias b of nn.Linear(2H, H) and the vector v",
-        2 * h * h: "nn.Linear(2H, H) has a bias b (H numbers), and there is v (H numbers)",
-        2 * h * h + 2 * h * h: "W maps the 2H-wide [h_t; h_s] to H outputs: 2H x H weights, not 2H x 2H",
-        h * h + 2 * h: "W acts on the concatenation [h_t; h_s], 2H inputs: 2H x H weights",
-        h * h + h: "W acts on the concatenation [h_t; h_s], 2H inputs; and count the bias b and v",
-    }
-    generic = "concat = nn.Linear(2H, H) (weights and bias) plus the vector v of H numbers"
-    return hints.get(whole_number(answer), generic)
-
-
-def scorer_parameters(parameter_free: Any, concat_parameters: Any) -> Verdict:
-    """Exercise 9.4 (prediction): which of ``attnlib.local_attention.SCORERS`` have no parameters (a list
-    of names), and how many parameters ``make_attention("concat", 64)`` has.
+def local_p_parameters(n_parameters: Any) -> Verdict:
+    """Exercise 9.4 (prediction): the number of parameters of
+    ``LocalAttention(32, half_window=5, mode="p", score="concat")``: local-p's ``W_p`` ``(H, H)`` and
+    ``v_p`` ``(H,)``, neither with a bias, plus its concat scorer, ``AttentionParams(32)``.
     """
-    title = "Exercise 9.4 — which scorers learn?"
-    if parameter_free is ... or concat_parameters is ...:
-        return predictions_not_yet(title)
-    counts = _scorer_parameter_counts()
-    expected_names = sorted(n for n in SCORERS if counts[n] == 0)
-    parts = []
-    if isinstance(parameter_free, str) or not isinstance(parameter_free, (list, tuple, set)):
-        parts.append(
-            Verdict(
-                False,
-                f"{FAIL} parameter-free scorers: you answered {parameter_free!r}.\n"
-                "   hint: answer with a list of names, e.g. ['dot', 'general']",
-            )
-        )
-    else:
-        names = {str(n).strip().lower() for n in parameter_free}
-        if names == set(expected_names):
-            parts.append(Verdict(True, ""))
-        else:
-            parts.append(
-                Verdict(
-                    False,
-                    f"{FAIL} parameter-free scorers: you named {sorted(names)}; that is not it.\n"
-                    f"   hint: {_names_hint(names, set(expected_names))}",
-                )
-            )
-    parts.append(
-        check_answer(
-            "parameters of concat", concat_parameters, counts["concat"], _concat_hint(concat_parameters)
-        )
-    )
-    return combined(
-        title,
-        parts,
-        f"right, {expected_names} have no parameters and concat has {counts['concat']} "
-        f"for H={SCORER_HIDDEN}.",
+    with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
+        expected = count_parameters(LocalAttention(**LOCAL_P_CONFIG))
+    return check_answer(
+        "Exercise 9.4 — parameters of local-p",
+        n_parameters,
+        expected,
+        _local_p_hints().get(
+            whole_number(n_parameters),
+            "count every learned tensor: W_p (H x H) and v_p (H) of p_t, then the concat scorer's "
+            "nn.Linear(2H, H) with its bias, and its v",
+        ),
     )
 
 
-def _luong_step(
+def _luong_decode(
     decoder,
-    x,
+    targets,
     hidden,
     cell,
     encoder_outputs,
     mask,
-    feed,
     *,
+    feed_with="attentional",
+    first_feed="zeros",
     new_query=True,
-    feeding=True,
     context_first=True,
     squash=True,
     from_attentional=True,
+    masked=True,
     layer=-1,
+    carry_state=True,
+    stack_dim=1,
 ):
-    """One step of a :class:`LuongDecoder` from its parts, each typical slip a knob."""
-    rnn_input = decoder.embedding(x)  # (B,) -> (B, H)
-    rnn_input = torch.cat((rnn_input, feed if feeding else torch.zeros_like(feed)), dim=1)  # (B, 2H)
-    outputs, (new_hidden, new_cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
-    query = (new_hidden if new_query else hidden)[layer].unsqueeze(1)  # (B, 1, H)
-    scores = decoder.attention.score(query, encoder_outputs)  # (B, 1, Ts)
-    weights = masked_softmax(scores, None if mask is None else mask[:, None, :])  # (B, 1, Ts)
-    context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
-    h_t = outputs.squeeze(1)  # (B, H): the top layer's new state
-    pair = (context, h_t) if context_first else (h_t, context)
-    attentional = decoder.W_c(torch.cat(pair, dim=1))  # (B, 2H) -> (B, H)
-    attentional = torch.tanh(attentional) if squash else attentional
-    logits = decoder.fc(attentional if from_attentional else h_t)  # (B, V)
-    return logits, new_hidden, new_cell, attentional
+    """All teacher-forced steps of a :class:`LuongDecoder` with input feeding, from its parts, each
+    typical slip a knob; all knobs at their default give what the module computes."""
+    b, h = targets.shape[0], decoder.hidden_size
+    feed = encoder_outputs.new_zeros(b, h) if first_feed == "zeros" else hidden[-1]  # h~_{-1}: (B, H)
+    state = (hidden, cell)
+    all_logits = []
+    for t in range(targets.shape[1]):
+        rnn_input = torch.cat((decoder.embedding(targets[:, t]), feed), dim=1)  # (B, 2H): [y_{t-1}; h~_{t-1}]
+        outputs, new_state = decoder.rnn(rnn_input.unsqueeze(1), state)  # (B, 1, H)
+        query = (new_state[0] if new_query else state[0])[layer].unsqueeze(1)  # (B, 1, H)
+        scores = decoder.attention.score(query, encoder_outputs)  # (B, 1, Ts)
+        weights = masked_softmax(scores, mask[:, None, :] if masked else None)  # (B, 1, Ts)
+        context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
+        h_t = outputs.squeeze(1)  # (B, H): the top layer's new state
+        pair = (context, h_t) if context_first else (h_t, context)
+        attentional = decoder.W_c(torch.cat(pair, dim=1))  # (B, 2H) -> (B, H)
+        attentional = torch.tanh(attentional) if squash else attentional  # h~_t
+        all_logits.append(decoder.fc(attentional if from_attentional else h_t))  # (B, V)
+        feed = {"attentional": attentional, "state": h_t, "context": context, "zeros": feed}[feed_with]
+        if carry_state:
+            state = new_state
+    return torch.stack(all_logits, dim=stack_dim)  # T x (B, V) -> (B, T, V)
 
 
-def _reference_luong_step(decoder, x, hidden, cell, encoder_outputs, mask, feed):
-    decoder._feed = feed  # h~_{t-1}; a step other than 0 keeps it
-    logits, hidden, cell = decoder(x, hidden, cell, encoder_outputs, mask, step=1)
-    attentional, decoder._feed = decoder._feed, None
-    return logits, hidden, cell, attentional
+def _reference_luong_decode(decoder, targets, hidden, cell, encoder_outputs, mask):
+    with torch.no_grad():
+        logits, _, _ = decoder(targets, hidden, cell, encoder_outputs, mask)  # (B, T): all steps at once
+    return logits  # (B, T, V)
 
 
-def _luong_case(name: str, lengths: list[int], ts: int, layers: int, seed: int) -> Case:
-    # The last input is feed (B, H): h~_{t-1}, the previous attentional state.
-    make = lambda v, h, n: LuongDecoder(v, h, n, AttentionGeneral(h))  # noqa: E731
-    return decoder_case(name, make, lengths, ts, layers, seed, STEP_HIDDEN)
+def _decode_case(name: str, lengths: list[int], ts: int, steps: int, layers: int, seed: int) -> Case:
+    """``(decoder, targets, hidden, cell, encoder_outputs, mask)``: a LuongDecoder with input feeding and
+    a general score, ``steps`` teacher-forced input tokens per row."""
+    v, h, b = STEP_VOCAB, STEP_HIDDEN, len(lengths)
+    with seeded(seed):
+        decoder = LuongDecoder(v, h, layers, AttentionGeneral(h))  # input_feeding=True, the default
+    gen = generator(seed)
+    targets = torch.randint(3, v, (b, steps), generator=gen)  # (B, T): y_{t-1} for t = 0 .. T-1
+    hidden, cell = torch.randn(layers, b, h, generator=gen), torch.randn(layers, b, h, generator=gen)
+    encoder_outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
+    return Case(name, (decoder, targets, hidden, cell, encoder_outputs, source_mask(lengths, ts)))
 
 
-def luong_step(student_fn: Callable[..., tuple]) -> Verdict:
-    """Exercise 9.5 (build it): ``student_fn(decoder, x, hidden, cell, encoder_outputs, mask, feed)
-    -> (logits, hidden, cell, attentional)``, one step of ``decoder``, a :class:`LuongDecoder`
-    with input feeding, built from its parts (Luong et al., 2015, §3).
+def luong_decode(student_fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Exercise 9.5: ``student_fn(decoder, targets, hidden, cell, encoder_outputs, mask) -> logits
+    (B, T, V)``: every teacher-forced step of ``decoder``, a :class:`LuongDecoder` with input feeding
+    (Luong et al., 2015, §3.3), from its parts: the attentional state ``h̃_t`` of each step joins the
+    embedded token of the next, starting from ``h̃_{-1} = 0``.
 
-    ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
-    ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens, ``feed`` ``(B, H)`` the
-    previous attentional state; ``logits`` ``(B, V)``, ``attentional`` ``(B, H)``.
+    ``targets`` ``(B, T)`` the input tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
+    ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens. Compared with the module's own
+    ``decoder(targets, hidden, cell, encoder_outputs, mask)``.
     """
-    title = "Exercise 9.5 — one step of Luong's decoder"
     cases = [
-        _luong_case("B=2, no padding", [5, 5], 5, layers=1, seed=91),
-        _luong_case("B=2, the second source padded (2 of 5 real)", [5, 2], 5, layers=1, seed=92),
-        _luong_case("B=3, two LSTM layers, padded sources", [6, 3, 4], 6, layers=2, seed=93),
+        _decode_case("one step, T=1: B=2, no padding", [5, 5], 5, steps=1, layers=1, seed=91),
+        _decode_case("T=3 steps: B=2, no padding", [5, 5], 5, steps=3, layers=1, seed=92),
+        _decode_case("T=4 steps: B=2, the second source padded (2 of 5 real)", [5, 2], 5, 4, 1, seed=93),
+        _decode_case("T=3 steps: B=2, two LSTM layers, padded sources", [6, 3], 6, 3, layers=2, seed=94),
     ]
-    mistakes = [
-        Mistake(
-            "that is Bahdanau's order: the query must be the NEW top-layer state h_t, from the LSTM "
-            "step you just ran, not the hidden that came in",
-            lambda *a: _luong_step(*a, new_query=False)[0],
+    table = [
+        (
+            "input feeding: after each step, `feed` becomes that step's attentional state h̃_t, which the "
+            "next step reads with its token; yours stays at zero",
+            {"feed_with": "zeros"},
         ),
-        Mistake(
-            "`feed` (the previous attentional state) must join the embedded token as the LSTM's input: "
-            "torch.cat((embedded, feed), dim=1)",
-            lambda *a: _luong_step(*a, feeding=False)[0],
+        (
+            "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the LSTM's "
+            "own state h_t (the LSTM has that already, in `hidden`)",
+            {"feed_with": "state"},
         ),
-        Mistake(
+        (
+            "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the context c_t",
+            {"feed_with": "context"},
+        ),
+        (
+            "before the first step there is no h̃ yet: start from zeros, h̃_{-1} = 0, as LuongDecoder does "
+            "(not from the encoder's state hidden[-1])",
+            {"first_feed": "state"},
+        ),
+        (
+            "carry the LSTM's NEW (hidden, cell) into the next step; yours starts every step from the "
+            "states that came in",
+            {"carry_state": False},
+        ),
+        (
+            "that is Bahdanau's order: the query must be the NEW top-layer state h_t, from the LSTM step "
+            "you just ran, not the state that came in",
+            {"new_query": False},
+        ),
+        (
             "W_c was built for [c_t; h_t], context first: torch.cat((context, h_t), dim=1)",
-            lambda *a: _luong_step(*a, context_first=False)[0],
+            {"context_first": False},
         ),
-        Mistake(
-            "the attentional state is tanh(W_c [c_t; h_t]): the tanh is missing",
-            lambda *a: _luong_step(*a, squash=False)[0],
+        ("the attentional state is tanh(W_c [c_t; h_t]): the tanh is missing", {"squash": False}),
+        (
+            "predict from the attentional state h̃_t = tanh(W_c[c_t; h_t]), not from h_t: otherwise the "
+            "context never reaches the logits",
+            {"from_attentional": False},
         ),
-        Mistake(
-            "predict from the attentional state h~_t = tanh(W_c[c_t; h_t]), not from h_t: "
-            "otherwise the context never reaches the logits",
-            lambda *a: _luong_step(*a, from_attentional=False)[0],
+        (
+            "the padding gets weight: mask the scores before the softmax (attnlib.masked_softmax, or "
+            "masked_fill with -inf where mask is False)",
+            {"masked": False},
         ),
-        Mistake(
-            "the padding gets weight: mask the scores before the softmax (attnlib.masked_softmax, "
-            "or masked_fill with -inf where mask is False)",
-            lambda d, x, h, c, enc, m, f: _luong_step(d, x, h, c, enc, None, f)[0],
-        ),
-        Mistake(
-            "with two LSTM layers the query is the TOP layer's state, hidden[-1], not hidden[0]",
-            lambda *a: _luong_step(*a, layer=0)[0],
-        ),
+        ("with two LSTM layers the query is the TOP layer's state, hidden[-1], not hidden[0]", {"layer": 0}),
+        ("stack the steps' logits along dim=1: (B, T, V), batch first", {"stack_dim": 0}),
     ]
-
-    def part_mistakes(index: int, name: str) -> list[Mistake]:
-        return [
-            Mistake(
-                "return the four results in the order (logits, hidden, cell, attentional)",
-                lambda *a: _luong_step(*a)[{1: 2, 2: 1, 3: 1}[index]],
-            ),
-            Mistake(
-                "the logits are right; now return the new attentional state tanh(W_c[c_t; h_t]) that "
-                "the next step gets as `feed`, not the `feed` that came in"
-                if name == "attentional"
-                else f"the logits are right; now return the LSTM's NEW {name} state, not the one you got",
-                lambda d, x, h, c, enc, m, f: {1: h, 2: c, 3: f}[index],
-            ),
-        ]
-
-    by_result = {0: mistakes, 3: part_mistakes(3, "attentional"), 1: part_mistakes(1, "hidden")}
-    by_result[2] = part_mistakes(2, "cell")
-    forbidden = [
-        own(LuongDecoder, "forward", "_forward_sequence", "_attentional", what="LuongDecoder.forward")
-    ]
-    return run_check_parts(title, student_fn, _reference_luong_step, cases, by_result, 4, forbidden=forbidden)
+    return run_check(
+        "Exercise 9.5 — Luong's decoder with input feeding, every step",
+        student_fn,
+        _reference_luong_decode,
+        cases,
+        slips(_luong_decode, table),
+        forbidden=[
+            own(LuongDecoder, "forward", "_forward_sequence", "_attentional", what="LuongDecoder.forward")
+        ],
+    )

@@ -21,15 +21,17 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .. import MultiHeadAttention
+from .. import MultiHeadAttention, MultiHeadAttentionWrapper
 from ..evaluation import count_parameters
 from ._core import (
     Case,
     Mistake,
     Verdict,
     check_answer,
+    combined,
     generator,
     numbered,
+    predictions_not_yet,
     randn,
     run_check,
     seeded,
@@ -255,37 +257,93 @@ def head_score_matrices(student_fn: Callable[[torch.Tensor, int], torch.Tensor])
     )
 
 
-#: The module of exercise 5.4: d_in differs from d_out, so each projection's shape matters.
-MHA_CONFIG = {"d_in": 256, "d_out": 512, "context_length": 128, "dropout": 0.1, "num_heads": 8}
+#: Exercise 5.4's two modules: eight heads either way, with biases on q, k and v, and d_in != d_out.
+MHA_CONFIG = {
+    "d_in": 96,
+    "d_out": 128,
+    "context_length": 64,
+    "dropout": 0.1,
+    "num_heads": 8,
+    "qkv_bias": True,
+}
+#: The wrapper's d_out is the width of ONE head: 8 heads of 16 make the same 128 output features.
+WRAPPER_CONFIG = {**MHA_CONFIG, "d_out": 16}
 
 
-def mha_parameters(answer: object) -> Verdict:
-    """Exercise 5.4 (prediction): the number of parameters of
-    ``MultiHeadAttention(d_in=256, d_out=512, context_length=128, dropout=0.1, num_heads=8)``.
-    """
-    with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
-        module = MultiHeadAttention(**MHA_CONFIG)
-    expected = count_parameters(module)
+def _mha_hints() -> dict[int, str]:
+    """Exercise 5.4's hints for the MultiHeadAttention count, by the wrong count each slip gives."""
     d_in, d, t, h = (MHA_CONFIG[k] for k in ("d_in", "d_out", "context_length", "num_heads"))
-    hints = {
-        3 * d_in * d: "do not forget out_proj, an nn.Linear(d_out, d_out) after the heads",
-        3 * d_in * d + d * d: "out_proj has a bias (d_out numbers); only W_query, W_key, W_value "
-        "follow qkv_bias=False",
-        expected + 3 * d: "qkv_bias=False: W_query, W_key and W_value have no bias",
-        expected + t * t: "the causal mask is a buffer, not a parameter: it is not trained",
-        h * expected: f"the heads split d_out into {h} slices of {d // h}; they share the projections "
-        "and add no parameters",
-        4 * d * d + d: f"W_query, W_key and W_value map d_in={d_in} inputs to d_out={d} outputs: "
-        f"{d_in} x {d} weights each",
-        3 * d_in * (d // h) + d * d + d: f"each of W_query, W_key, W_value maps to all {d} features "
+    qkv, out = 3 * (d_in * d + d), d * d + d  # W_query, W_key, W_value with biases; out_proj
+    return {
+        qkv - 3 * d + out: "qkv_bias=True: W_query, W_key and W_value each have a bias of d_out numbers",
+        qkv: f"do not forget out_proj, an nn.Linear(d_out, d_out) after the heads; and every width "
+        f"after the input is d_out={d}, not d_in={d_in}",
+        qkv + d * d: "out_proj has its own bias (d_out numbers), whatever qkv_bias says",
+        4 * (d * d + d): f"W_query, W_key and W_value map d_in={d_in} inputs to d_out={d} outputs: "
+        f"{d_in} x {d} weights each, plus the bias",
+        3 * (d_in * (d // h) + d // h) + out: f"each of W_query, W_key, W_value maps to all {d} features "
         f"({h} heads x {d // h}), not to one head's {d // h}",
+        h * (qkv + out): f"the heads split d_out into {h} slices of {d // h}; they share the projections "
+        "and add no parameters",
+        qkv + out + t * t: "the causal mask is a buffer, not a parameter: it is not trained",
     }
-    generic = "count each nn.Linear(n_in, n_out): n_in * n_out weights, plus n_out biases if it has a bias"
-    return check_answer(
-        "Exercise 5.4 — parameters of MultiHeadAttention",
-        answer,
-        expected,
-        hints.get(whole_number(answer), generic),
+
+
+def _wrapper_hints() -> dict[int, str]:
+    """Exercise 5.4's hints for the MultiHeadAttentionWrapper count."""
+    d_in, dh, h = (WRAPPER_CONFIG[k] for k in ("d_in", "d_out", "num_heads"))
+    head = 3 * (d_in * dh + dh)  # one CausalAttention: W_query, W_key, W_value with biases
+    d = h * dh
+    return {
+        head: f"the wrapper holds num_heads={h} separate CausalAttention heads, each with its own "
+        f"three projections, each mapping to d_out={dh} (ONE head's width, not split {h} ways): count "
+        "one head, then multiply by the heads",
+        h * head + d * d + d: "the wrapper has no out_proj: it only concatenates its heads' outputs",
+        h * 3 * d_in * dh: "qkv_bias=True: every head's W_query, W_key and W_value has a bias of "
+        f"{dh} numbers",
+        h * 3 * (d_in * d + d): f"in the wrapper d_out is the width of ONE head ({dh} here, {h} x {dh} = "
+        f"{d} features in all), not the total width",
+    }
+
+
+#: The hint for a count that matches no typical slip.
+_GENERIC_COUNT = "count each nn.Linear(n_in, n_out): n_in * n_out weights, plus n_out biases if it has a bias"
+
+
+def _count(cls: type, cfg: dict) -> int:
+    with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
+        return count_parameters(cls(**cfg))
+
+
+def mha_parameters(mha_parameters: object, wrapper_parameters: object) -> Verdict:
+    """Exercise 5.4 (prediction): the number of parameters of
+    ``MultiHeadAttention(d_in=96, d_out=128, context_length=64, dropout=0.1, num_heads=8, qkv_bias=True)``
+    and of ``MultiHeadAttentionWrapper`` with the same arguments but ``d_out=16`` (the width of one head).
+    """
+    title = "Exercise 5.4 — parameters, with biases and with separate heads"
+    if mha_parameters is ... or wrapper_parameters is ...:
+        return predictions_not_yet(title)
+    expected_mha = _count(MultiHeadAttention, MHA_CONFIG)
+    expected_wrapper = _count(MultiHeadAttentionWrapper, WRAPPER_CONFIG)
+    parts = [
+        check_answer(
+            "parameters of MultiHeadAttention",
+            mha_parameters,
+            expected_mha,
+            _mha_hints().get(whole_number(mha_parameters), _GENERIC_COUNT),
+        ),
+        check_answer(
+            "parameters of MultiHeadAttentionWrapper",
+            wrapper_parameters,
+            expected_wrapper,
+            _wrapper_hints().get(whole_number(wrapper_parameters), _GENERIC_COUNT),
+        ),
+    ]
+    return combined(
+        title,
+        parts,
+        f"right, MultiHeadAttention has {expected_mha} parameters and the wrapper {expected_wrapper}: "
+        "the same q, k, v weights and biases, cut into heads, plus out_proj in MultiHeadAttention only.",
     )
 
 

@@ -28,7 +28,7 @@ from ._core import (
     run_check,
     seeded,
 )
-from ._reach import own
+from ._reach import own, torch_api
 
 __all__ = ["context_size", "pad_batch", "reverse_source"]
 
@@ -36,6 +36,17 @@ __all__ = ["context_size", "pad_batch", "reverse_source"]
 def _left_padded(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
     t = max(len(s) for s in seqs)
     return torch.tensor([[pad_id] * (t - len(s)) + list(s) for s in seqs])
+
+
+#: Out of reach while exercise 7.1 runs: attnlib's answer, and torch's function that pads a list of tensors.
+PAD_FORBIDDEN = (
+    own(pad_sequences),
+    torch_api(
+        "nn.utils.rnn.pad_sequence",
+        (torch.nn.utils.rnn, "pad_sequence"),
+        hint="make the (N, T) tensor with torch.full and copy each sequence into the start of its row",
+    ),
+)
 
 
 def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Verdict:
@@ -69,7 +80,7 @@ def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Ver
             lambda seqs, pad_id: pad_sequences(seqs, pad_id).tolist(),
         ),
     ]
-    verdict = run_check(title, student_fn, pad_sequences, cases, mistakes, forbidden=[own(pad_sequences)])
+    verdict = run_check(title, student_fn, pad_sequences, cases, mistakes, forbidden=PAD_FORBIDDEN)
     return require_integer_ids(verdict, title, student_fn, cases[0])
 
 

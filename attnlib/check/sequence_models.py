@@ -46,6 +46,12 @@ CROSS_ENTROPY = torch_api(
     (F, "cross_entropy"),
     hint="take log-probabilities with torch.log_softmax, then pick each gold token's entry",
 )
+#: F.nll_loss picks each gold token's -log p and averages them: the step exercise 6.2 asks for.
+NLL_LOSS = torch_api(
+    "F.nll_loss",
+    (F, "nll_loss"),
+    hint="pick each gold token's log-probability yourself (`.gather`) and average over the real tokens",
+)
 ADAM = torch_api(
     "torch.optim.Adam",
     (torch.optim.Adam, "__init__"),
@@ -267,7 +273,7 @@ def sequence_cross_entropy(student_fn: Callable[..., Any]) -> Verdict:
         _reference_loss,
         _loss_cases(),
         mistakes,
-        forbidden=[own(sequence_loss), CROSS_ENTROPY],
+        forbidden=[own(sequence_loss), CROSS_ENTROPY, NLL_LOSS],
     )
 
 

@@ -280,7 +280,7 @@ def drop_the_scale(unscaled_entropy: Any, scaled_entropy: Any) -> Verdict:
         title,
         parts,
         "right: without the scale the entropy falls towards 0 (each query ends up attending to one key); "
-        "with it, it stays about the same. Now run the experiment.",
+        "with it, it stays about the same.",
     )
 
 

@@ -368,6 +368,12 @@ CROSS_ENTROPY = torch_api(
     (F, "cross_entropy"),
     hint="mix the target's -log p and the mean -log p over the vocabulary, from torch.log_softmax",
 )
+#: F.nll_loss picks the target's -log p: the first half of the smoothed loss, which 11.4 asks for.
+NLL_LOSS = torch_api(
+    "F.nll_loss",
+    (F, "nll_loss"),
+    hint="pick the target's log-probability yourself (`.gather`), then mix in the mean over the vocabulary",
+)
 
 
 def label_smoothed_loss(student_fn: Callable[..., torch.Tensor]) -> Verdict:
@@ -445,5 +451,5 @@ def label_smoothed_loss(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         _reference_smoothed_loss,
         cases,
         [*mistakes, plain],
-        forbidden=[CROSS_ENTROPY],
+        forbidden=[CROSS_ENTROPY, NLL_LOSS],
     )

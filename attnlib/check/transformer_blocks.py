@@ -5,15 +5,16 @@ Shapes: ``B`` batch, ``T`` positions, ``Ts``/``Tt`` source/target length, ``D`` 
 
 The references are attnlib's own code or PyTorch's: the angle-addition formulas for the shift
 matrix of the sinusoidal encoding (tests check it against the table),
-``torch.nn.functional.rms_norm``, the source mask of ``Transformer.generate_mask``, runs of an
-untrained :class:`attnlib.blocks.DecoderLayer` for the shuffle prediction, and
-:class:`attnlib.blocks.EncoderLayer` (pre-LN) and :class:`attnlib.blocks.DecoderLayer` (post-LN),
-whose weights the student's layers receive: the two module exercises (10.4, 10.6) declare their
-specs here (what a layer must hold, its typical slips as a reference rewired by knobs) and run on
-the engine of :mod:`attnlib.check._modules`, which also finds the student's sublayers and gives
-them the reference's weights by role. Inputs come from local
-``torch.Generator`` s and modules are built inside :func:`attnlib.check._core.seeded`, so a check
-never moves the global seed.
+``torch.nn.functional.rms_norm``, the padding-and-causal target mask of
+``Transformer.generate_mask`` written out (tests check the two agree on left-padded targets), runs
+of an untrained :class:`attnlib.blocks.DecoderLayer` for the shuffle prediction, a stack of
+:class:`attnlib.blocks.EncoderLayer` s (pre-LN) with a final ``LayerNorm``, and
+:class:`attnlib.blocks.DecoderLayer` (post-LN), whose weights the student's modules receive: the
+two module exercises (10.4, 10.6) declare their specs here (what a module must hold, its typical
+slips as a reference rewired by knobs) and run on the engine of :mod:`attnlib.check._modules`,
+which also finds the student's sublayers and gives them the reference's weights by role. Inputs
+come from local ``torch.Generator`` s and modules are built inside
+:func:`attnlib.check._core.seeded`, so a check never moves the global seed.
 """
 
 from __future__ import annotations
@@ -33,16 +34,17 @@ from .. import (
     FeedForward,
     LayerNorm,
     MultiHeadAttention,
+    Transformer,
     add_norm,
     causal_mask,
     combine_masks,
     length_mask,
-    padding_mask,
 )
 from ._core import (
     FAIL,
     Case,
     Mistake,
+    Symptom,
     Verdict,
     as_numbers,
     check_answer,
@@ -68,10 +70,10 @@ from ._modules import (
 from ._reach import own, torch_api
 
 __all__ = [
-    "cross_attention_mask",
     "decoder_layer",
     "decoder_shuffle",
-    "encoder_layer",
+    "left_padded_target_mask",
+    "pre_ln_encoder",
     "rms_norm",
     "shift_matrix",
 ]
@@ -250,78 +252,132 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     )
 
 
-def _reference_cross_mask(src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
-    # The source mask that Transformer.generate_mask builds (the tests check that it is the same),
-    # one row per target query.
-    src_mask = padding_mask(src, pad_id)  # (B, 1, 1, Ts)
-    return src_mask.expand(src.shape[0], 1, tgt.shape[1], src.shape[1])  # (B, 1, Tt, Ts)
+def _reference_target_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    # Written out here (not attnlib's masks), so that it stays in reach while the student's code runs.
+    pos = torch.arange(max_len)  # (Tt,)
+    real_keys = (pos[None, :] >= max_len - lengths[:, None])[:, None, None, :]  # (B, 1, 1, Tt): the last n
+    causal = pos[None, :] <= pos[:, None]  # (Tt, Tt): key j at or before query i
+    return real_keys & causal  # (B, 1, Tt, Tt); a left pad's row is all False
 
 
-def cross_attention_mask(student_fn: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> Verdict:
-    """Exercise 10.3: ``student_fn(src, tgt, pad_id) -> (B, 1, Tt, Ts)`` bool, True = may attend.
+def _tril(max_len: int, diagonal: int = 0) -> torch.Tensor:
+    """``(Tt, Tt)`` bool: True on and below the ``diagonal`` (0: the causal mask)."""
+    return torch.ones(max_len, max_len, dtype=torch.bool).tril(diagonal)
 
-    The mask of the decoder's cross-attention: queries are the target positions (rows), keys the
-    source tokens (columns); target position ``i`` may attend to source token ``j`` when
-    ``src[b, j]`` is not padding, whatever ``i`` is. As ``Transformer.generate_mask`` builds the
-    source mask, expanded to one row per target position.
+
+def _real(lengths: torch.Tensor, max_len: int, *, shift: int = 0, first: bool = False) -> torch.Tensor:
+    """``(B, Tt)`` bool: the real positions of left-padded sequences (``first``: of right-padded ones;
+    ``shift``: the first real position moved by that much)."""
+    pos = torch.arange(max_len)[None, :]
+    return pos < lengths[:, None] if first else pos >= max_len - lengths[:, None] + shift
+
+
+def _keys_only(real: torch.Tensor) -> torch.Tensor:
+    return real[:, None, None, :]  # (B, 1, 1, Tt): a mask on the keys
+
+
+def _with_pad_rows(lengths: torch.Tensor, max_len: int, fill: str) -> torch.Tensor:
+    """The target mask with each pad query's row opened up, as code that dodges a NaN does:
+    to itself (``fill="self"``) or to every key (``"all"``)."""
+    pad_rows = ~_real(lengths, max_len)[:, None, :, None]  # (B, 1, Tt, 1)
+    opened = torch.eye(max_len, dtype=torch.bool) if fill == "self" else _tril(max_len) | ~_tril(max_len)
+    return _reference_target_mask(lengths, max_len) | (pad_rows & opened)  # (B, 1, Tt, Tt)
+
+
+#: The hint of the exercise's edge case: a pad query with no key to see.
+_EMPTY_ROW = (
+    "a left pad before the first real token sees no key at all, and its row must stay all False: do not "
+    "open it (to itself or to every key) to dodge a NaN. attnlib's attention gives a fully masked row "
+    "zero weights and a zero context, no NaN (notebook 03), and nothing reads a pad position's output"
+)
+
+
+def _empty_row_opened(got: object, expected: torch.Tensor) -> bool:
+    """A row that must be all False (a left pad's query, no key to see) has a True in ``got``."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape or got.dtype != torch.bool:
+        return False
+    empty = ~expected.any(-1)  # (B, 1, Tt)
+    return bool((got.any(-1) & empty).any())
+
+
+def left_padded_target_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdict:
+    """Exercise 10.3: ``student_fn(lengths, max_len) -> (B, 1, Tt, Tt)`` bool, True = may attend.
+
+    The mask of the decoder's self-attention for targets padded on the *left* to ``max_len`` (as for
+    batched generation): sequence ``b`` holds ``lengths[b]`` real tokens at its last positions, and
+    query ``i`` may attend to key ``j`` when ``j <= i`` and ``j`` is one of them. The row of a pad
+    query is then all False (attnlib's attention gives it zero weights). ``Transformer.generate_mask``
+    builds the same mask from token ids, and is out of reach.
     """
+    ids = torch.tensor
     cases = [
-        Case(
-            "one pair, no padding, Ts=4, Tt=3", (torch.tensor([[3, 4, 5, 2]]), torch.tensor([[1, 6, 7]]), 0)
-        ),
-        Case(
-            "two pairs, the second source and target padded, Ts=5, Tt=4",
-            (torch.tensor([[3, 4, 5, 6, 2], [3, 5, 2, 0, 0]]), torch.tensor([[1, 6, 7, 8], [1, 8, 0, 0]]), 0),
-        ),
-        Case(
-            "pad_id=7, three pairs, Ts=3, Tt=5",
-            (torch.tensor([[3, 4, 2], [3, 2, 7], [2, 7, 7]]), torch.tensor([[1, 5, 6, 4, 2]] * 3), 7),
-        ),
-        Case(
-            "Ts=Tt=4, padding in both",
-            (torch.tensor([[3, 4, 2, 0], [3, 5, 6, 2]]), torch.tensor([[1, 6, 7, 8], [1, 6, 0, 0]]), 0),
-        ),
+        Case("one sequence of 4 real tokens, no padding", (ids([4]), 4)),
+        Case("lengths 5 and 3, max_len=5: the second's first two rows see no key", (ids([5, 3]), 5)),
+        Case("lengths 5, 4 and 2, max_len=5", (ids([5, 4, 2]), 5)),
+        Case("lengths 0 and 2, max_len=3: every row of the empty sequence all False", (ids([0, 2]), 3)),
     ]
-
     mistakes = [
         Mistake(
-            "the mask is inverted: in attnlib True means *may attend*: True for real source tokens, "
-            "False for source <pad>",
-            lambda s, t, p: ~_reference_cross_mask(s, t, p),
+            "the mask is inverted: in attnlib True means *may attend* (torch.triu(..., diagonal=1) marks "
+            "the keys to hide, the opposite meaning)",
+            lambda n, t: ~_reference_target_mask(n, t),
         ),
         Mistake(
-            "that mask broadcasts, but the exercise asks for the full grid, one row per target "
-            "position: (B, 1, Tt, Ts), e.g. with .expand(-1, -1, Tt, -1)",
-            lambda s, t, p: padding_mask(s, p),  # (B, 1, 1, Ts): True for real source tokens
+            "rows are the queries: position i may look at keys 0..i, the lower triangle (tril); yours lets "
+            "every position see the future",
+            lambda n, t: _keys_only(_real(n, t)) & _tril(t).T,
         ),
         Mistake(
-            "cross-attention is not causal: the source is known in full, so every target position may "
-            "look at every real source token; only the decoder's *self*-attention hides the future",
-            lambda s, t, p: _reference_cross_mask(s, t, p) & torch.ones(t.shape[1], s.shape[1]).bool().tril(),
+            "a position may attend to itself: keep the diagonal (torch.tril with diagonal=0)",
+            lambda n, t: _keys_only(_real(n, t)) & _tril(t, -1),
         ),
         Mistake(
-            "the keys are the *source* tokens: take the padding from src, not from tgt",
-            lambda s, t, p: padding_mask(t, p).expand(t.shape[0], 1, t.shape[1], t.shape[1]),
+            "the decoder's self-attention is causal: combine the padding mask with the causal mask using &",
+            lambda n, t: _keys_only(_real(n, t)).expand(-1, -1, t, -1),
         ),
         Mistake(
-            "rows are the queries (target positions) and columns the keys (source tokens): "
-            "(B, 1, Tt, Ts); yours is the other way round",
-            lambda s, t, p: (s != p)[:, None, :, None].expand(s.shape[0], 1, s.shape[1], t.shape[1]),
+            "one mask per sequence: (B, 1, Tt, Tt); yours is the causal mask alone",
+            lambda n, t: _tril(t),
         ),
         Mistake(
-            "padding hides *keys* (the columns): a padded target row may still attend to the real "
-            "source tokens (its output is never used, the loss ignores it); you hid the padded target "
-            "rows as well",
-            lambda s, t, p: (t != p)[:, None, :, None] & (s != p)[:, None, None, :],
+            "the left pads are still visible: hide every key that is padding, not only the future",
+            lambda n, t: _tril(t).expand(len(n), 1, -1, -1),
         ),
         Mistake(
-            "keep an axis for the heads: (B, 1, Tt, Ts), so that it broadcasts over (B, H, Tt, Ts) scores",
-            lambda s, t, p: _reference_cross_mask(s, t, p)[:, 0],
+            "your mask keeps the first n positions of each sequence, as for right padding (attnlib's "
+            "length_mask means that); here the pads come first and the n real tokens are the last ones",
+            lambda n, t: _keys_only(_real(n, t, first=True)) & _tril(t),
         ),
-        as_numbers(_reference_cross_mask),
+        Mistake(
+            "off by one: n real tokens left-padded to max_len sit at positions max_len - n .. max_len - 1",
+            lambda n, t: _keys_only(_real(n, t, shift=1)) & _tril(t),
+        ),
+        Mistake(
+            "off by one: n real tokens left-padded to max_len sit at positions max_len - n .. max_len - 1",
+            lambda n, t: _keys_only(_real(n, t, shift=-1)) & _tril(t),
+        ),
+        Mistake(
+            "padding hides *keys* (the columns): a real query must not attend to the pads before it; you "
+            "hid the pad rows (queries) instead",
+            lambda n, t: _real(n, t)[:, None, :, None] & _tril(t),
+        ),
+        Mistake(_EMPTY_ROW, lambda n, t: _with_pad_rows(n, t, "self")),
+        Mistake(_EMPTY_ROW, lambda n, t: _with_pad_rows(n, t, "all")),
+        Symptom(_EMPTY_ROW, _empty_row_opened),  # opened to some other key
+        Mistake(
+            "keep an axis for the heads: (B, 1, Tt, Tt), so that it broadcasts over (B, H, Tt, Tt) scores",
+            lambda n, t: _reference_target_mask(n, t)[:, 0],
+        ),
+        as_numbers(_reference_target_mask),
     ]
+    generate_mask = own(Transformer, "generate_mask", "_tgt_mask", what="Transformer.generate_mask")
     return run_check(
-        "Exercise 10.3 — the cross-attention mask", student_fn, _reference_cross_mask, cases, mistakes
+        "Exercise 10.3 — the target mask of left-padded sequences",
+        student_fn,
+        _reference_target_mask,
+        cases,
+        mistakes,
+        forbidden=[generate_mask],
     )
 
 
@@ -426,98 +482,120 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
 
 # ----------------------------------------------------------------------------- 10.4 and 10.6: layers
 
-#: Exercises 10.4 and 10.6 build ``MyEncoderLayer(dim, n_heads, hidden_dim, dropout)`` (and
-#: ``MyDecoderLayer``) with these values first.
-LAYER_ARGS = DECODER_ARGS = (8, 2, 16, 0.1)
-#: The seed the train-mode probe calls a layer under (the engine calls the cases under its own).
+#: Exercise 10.4 builds ``MyPreLNEncoder(dim, n_heads, hidden_dim, n_layers, dropout)`` with these
+#: values first, exercise 10.6 ``MyDecoderLayer(dim, n_heads, hidden_dim, dropout)`` with these.
+STACK_ARGS, DECODER_ARGS = (8, 2, 16, 2, 0.1), (8, 2, 16, 0.1)
+#: The seed the train-mode probe calls a module under (the engine calls the cases under its own).
 CALL_SEED = 7
 #: A layer's sublayers by kind: attnlib's attentions, its feed-forwards, the norms (attnlib's or PyTorch's).
 _KINDS = (MultiHeadAttention, FeedForward, (LayerNorm, nn.LayerNorm))
 
 
+class _PreLNStack(nn.Module):
+    """Exercise 10.4's reference: attnlib's pre-LN encoder layers, then one final LayerNorm (as
+    ``Transformer(norm_first=True).encode`` runs them after the embeddings)."""
+
+    def __init__(self, dim: int, n_heads: int, hidden_dim: int, n_layers: int, dropout: float) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True) for _ in range(n_layers)
+        )
+        self.final_norm = LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)  # (B, T, D)
+        return self.final_norm(x)  # (B, T, D)
+
+    def roles(self) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
+        """The attentions, feed-forwards and norms in the order the forward first calls them."""
+        norms = [n for layer in self.layers for n in (layer.attention_norm, layer.ffn_norm)]
+        return (
+            [layer.attention for layer in self.layers],
+            [layer.feed_forward for layer in self.layers],
+            [*norms, self.final_norm],
+        )
+
+
 @functools.lru_cache(maxsize=8)
-def _reference(decoder: bool, dim: int, n_heads: int, hidden_dim: int, dropout: float) -> nn.Module:
-    """attnlib's pre-LN encoder layer (or post-LN decoder layer) in eval mode, each norm with its
-    own non-trivial scale and shift (so that a norm in the wrong place, or one norm used twice,
-    shows in the output). Cached: every case and every typical mistake reads the same weights,
-    and nothing writes them."""
-    with seeded(dim + n_heads + hidden_dim + decoder):
-        if decoder:
-            layer = DecoderLayer(dim, n_heads, hidden_dim, dropout)
-        else:
-            layer = EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True)
-    gen = generator((11 if decoder else 7) * dim + n_heads)
+def _reference(decoder: bool, *args: Any) -> nn.Module:
+    """Exercise 10.4's pre-LN stack (args: dim, n_heads, hidden_dim, n_layers, dropout) or 10.6's
+    post-LN decoder layer (dim, n_heads, hidden_dim, dropout), in eval mode, each norm with its own
+    non-trivial scale and shift (so that a norm in the wrong place, or one norm used twice, shows in
+    the output). Cached: every case and every typical mistake reads the same weights, and nothing
+    writes them."""
+    dim = args[0]
+    with seeded(sum(args[:-1]) + decoder):
+        module = DecoderLayer(*args) if decoder else _PreLNStack(*args)
+    gen = generator((11 if decoder else 7) * dim + args[1])
     with torch.no_grad():
-        for norm in sublayers(layer, LayerNorm)[0]:
+        for norm in sublayers(module, LayerNorm)[0]:
             norm.gamma.copy_(1.0 + 0.5 * torch.randn(dim, generator=gen))
             norm.beta.copy_(0.5 * torch.randn(dim, generator=gen))
-    return layer.eval()
+    return module.eval()
 
 
-def _unfit(layer: nn.Module, args: tuple, *, decoder: bool) -> str | None:
-    """What keeps the student's layer from taking the reference's weights, or None."""
-    dim, n_heads, hidden_dim, _ = args
-    attentions, ffns, norms = sublayers(layer, *_KINDS)
-    kind = "a decoder layer" if decoder else "an encoder layer"
-    if len(attentions) != 1 + decoder:
-        torch_mha = any(isinstance(m, nn.MultiheadAttention) for m in layer.modules())
+def _unfit(module: nn.Module, args: tuple, *, decoder: bool) -> str | None:
+    """What keeps the student's module from taking the reference's weights, or None."""
+    dim, n_heads, hidden_dim = args[:3]
+    layers = 1 if decoder else args[3]
+    attentions, ffns, norms = sublayers(module, *_KINDS)
+    kind = "a decoder layer" if decoder else f"a stack of n_layers={layers} encoder layers"
+    if len(attentions) != (2 if decoder else layers):
+        torch_mha = any(isinstance(m, nn.MultiheadAttention) for m in module.modules())
         other = " (nn.MultiheadAttention is PyTorch's, not attnlib's)" if torch_mha else ""
         built = (
             "two, each with its own weights: a causal self-attention and a cross-attention, "
             if decoder
-            else "one self-attention, built as attnlib's EncoderLayer builds it: "
+            else f"{layers}, one self-attention per layer, each with its own weights (build a new layer "
+            "for each place: a list comprehension, not [layer] * n_layers): "
         )
         return (
             f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; {kind} has {built}"
             "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, "
             f"causal={'...' if decoder else 'False'})."
         )
-    if len(ffns) != 1:
+    if len(ffns) != layers:
         return (
-            f"found {len(ffns)} attnlib FeedForward modules; {kind} has one: "
+            f"found {len(ffns)} attnlib FeedForward modules; {kind} has {layers}, one per layer: "
             "blocks.FeedForward(dim, hidden_dim, dropout)."
         )
-    if len(norms) != 2 + decoder:
+    if len(norms) != (3 if decoder else 2 * layers + 1):
         how = (
             "a post-LN decoder layer normalises after each of its three sublayers, each norm with its own "
             "scale and shift: three blocks.LayerNorm(dim)"
             if decoder
-            else "a pre-LN encoder layer normalises the input of each of its two sublayers, each norm with "
-            "its own scale and shift: two blocks.LayerNorm(dim) (the final LayerNorm of a pre-LN model "
-            "belongs to the stack, after its last layer, not to each layer)"
+            else "a pre-LN encoder layer normalises the input of each of its two sublayers, and the stack "
+            f"normalises once more after its last layer: 2 * n_layers + 1 = {2 * layers + 1} "
+            "blocks.LayerNorm(dim), each with its own scale and shift"
         )
         return f"found {len(norms)} LayerNorm modules; {how}."
-    (ffn,) = ffns
-    ffn_widths = f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
     for attention in attentions:
         if attention.num_heads != n_heads:
             return (
-                f"the layer was built with n_heads={n_heads}, but {'a' if decoder else 'its'} "
-                f"MultiHeadAttention has num_heads={attention.num_heads}: its arguments are (d_in, d_out, "
-                "context_length, dropout, num_heads, qkv_bias=..., causal=...)."
+                f"the module was built with n_heads={n_heads}, but a MultiHeadAttention has "
+                f"num_heads={attention.num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
+                "num_heads, qkv_bias=..., causal=...)."
             )
         if attention.W_query.bias is None:
-            which = "both MultiHeadAttention modules" if decoder else "the MultiHeadAttention"
+            which = "both MultiHeadAttention modules" if decoder else "each MultiHeadAttention"
             return (
                 f"build {which} with qkv_bias=True, as attnlib's {'De' if decoder else 'En'}coderLayer does."
             )
-        widths, square = f"{attention.d_in} -> {attention.d_out}", attention.d_in == attention.d_out == dim
-        if decoder and not square:
+        if not attention.d_in == attention.d_out == dim:
+            widths = f"{attention.d_in} -> {attention.d_out}"
             return f"each attention must map width dim={dim} to dim: one maps {widths}."
-        if not decoder and not (square and ffn.w1.weight.shape == (hidden_dim, dim)):
-            return (
-                f"the sublayers must map width dim={dim} to dim (the feed-forward through "
-                f"hidden_dim={hidden_dim}): your attention maps {widths}, your feed-forward {ffn_widths}."
-            )
     if decoder and all(a.causal for a in attentions):
         return (
             "both attentions are causal; the cross-attention must be built with causal=False: its keys are "
             "the source, known in full (and usually of another length than the target)."
         )
-    if ffn.w1.weight.shape != (hidden_dim, dim):
-        return (
-            f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps {ffn_widths}."
-        )
+    for ffn in ffns:
+        if ffn.w1.weight.shape != (hidden_dim, dim):
+            widths = f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
+            return (
+                f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps {widths}."
+            )
     for norm in norms:
         weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
         if weight is None or weight.shape != (dim,):
@@ -525,19 +603,21 @@ def _unfit(layer: nn.Module, args: tuple, *, decoder: bool) -> str | None:
     return None
 
 
-def _fit(layer: nn.Module, args: tuple, *inputs: Any, decoder: bool) -> None:
-    """Give the student's layer the reference's weights, by role whatever the names: the norms in
-    the order its forward first calls them; in a decoder, the attention that receives the memory
-    gets the cross-attention's (when neither or both do, the one called first is the self-attention)."""
-    attentions, ffns, norms = sublayers(layer, *_KINDS)
-    calls = first_calls(layer, [*attentions, *norms], *inputs)
-    attentions = in_call_order(calls, attentions)
+def _fit(module: nn.Module, args: tuple, *inputs: Any, decoder: bool) -> None:
+    """Give the student's module the reference's weights, by role whatever the names: each kind of
+    sublayer in the order its forward first calls them (those never called last); in a decoder, the
+    attention that receives the memory gets the cross-attention's (when neither or both do, the one
+    called first is the self-attention)."""
+    attentions, ffns, norms = sublayers(module, *_KINDS)
+    calls = first_calls(module, [*attentions, *ffns, *norms], *inputs)
+    attentions, ffns, norms = (in_call_order(calls, kind) for kind in (attentions, ffns, norms))
+    reference = _reference(decoder, *args)
     if decoder:  # a stable sort: the attention that receives the memory goes last, as in the reference
         attentions.sort(key=lambda attention: received(calls, attention, inputs[1]))
-    theirs = [m for kind in sublayers(_reference(decoder, *args), *_KINDS) for m in kind]
-    copy_weights(
-        [*attentions, *ffns, *in_call_order(calls, norms)], theirs, {"gamma": "weight", "beta": "bias"}
-    )
+        theirs = [m for kind in sublayers(reference, *_KINDS) for m in kind]
+    else:
+        theirs = [m for kind in reference.roles() for m in kind]
+    copy_weights([*attentions, *ffns, *norms], theirs, {"gamma": "weight", "beta": "bias"})
 
 
 def _wired(
@@ -573,12 +653,57 @@ def _wired(
     return h
 
 
-def _encoder_variant(args, x, mask, *, attend="mask", style="pre", **wiring):
-    """What a pre-LN encoder layer with one typical slip returns, with the reference's weights."""
-    ref = _reference(False, *args)
-    masks = {"mask": mask, "none": None, "causal": combine_masks(mask, causal_mask(x.shape[1]))}
-    steps = [lambda h: ref.attention(h, mask=masks[attend]), ref.feed_forward]
-    return _wired(x, steps, [ref.attention_norm, ref.ffn_norm], style=style, **wiring)
+class _InCallOrder:
+    """The reference's modules of one kind, handed out in the order a variant first calls each of
+    its own (``key``), as :func:`_fit` hands them to the student's: a slot never called gets none."""
+
+    def __init__(self, modules: list[nn.Module]) -> None:
+        self.free, self.taken = list(modules), {}
+
+    def __call__(self, key: Any) -> nn.Module:
+        if key not in self.taken:
+            self.taken[key] = self.free.pop(0)
+        return self.taken[key]
+
+
+def _stack_variant(
+    args,
+    x,
+    mask,
+    *,
+    attend="mask",
+    style="pre",
+    final="after",
+    every_mask=True,
+    chained=True,
+    around=False,
+    drop=None,
+    dropped="oo",
+    **wiring,
+):
+    """What a pre-LN encoder stack with one typical slip returns, with the reference's weights given
+    as :func:`_fit` gives them. The stack's knobs: ``final`` where its final norm acts ("after" the
+    last layer, "none", "each" after every layer, "before" the first), ``every_mask`` (False: only the
+    first layer gets the mask; ``"last"``: only the last), ``chained`` (False: every layer reads the
+    stack's input), ``around`` (a residual added around each whole layer); inside each layer,
+    ``attend`` and :func:`_wired`'s knobs (``drop`` and ``dropped`` in train mode)."""
+    attentions, ffns, norms = (_InCallOrder(kind) for kind in _reference(False, *args).roles())
+    h = norms("final")(x) if final == "before" else x
+    for i in range(args[3]):
+        only = {False: 0, "last": args[3] - 1}.get(every_mask)
+        given = mask if every_mask is True or i == only else None
+        masks = {"mask": given, "none": None, "causal": combine_masks(given, causal_mask(x.shape[1]))}
+        steps = [
+            lambda z, i=i, m=masks[attend]: attentions(i)(z, mask=m),
+            lambda z, i=i: ffns(i)(z),
+        ]
+        layer_norms = [lambda z, i=i: norms((i, 0))(z), lambda z, i=i: norms((i, 1))(z)]
+        out = _wired(
+            h if chained else x, steps, layer_norms, style=style, drop=drop, dropped=dropped, **wiring
+        )
+        h = h + out if around else out
+        h = norms("final")(h) if final == "each" else h
+    return norms("final")(h) if final == "after" else h
 
 
 def _decoder_variant(
@@ -614,7 +739,7 @@ def _decoder_variant(
     return _wired(x, steps, [ref.self_attn_norm, ref.cross_attn_norm, ref.ffn_norm], style=style, **wiring)
 
 
-#: (hint, the knobs of _encoder_variant that make the slip), in the order they are tried.
+#: (hint, the knobs of _stack_variant that make the slip inside each layer), tried after the stack's.
 _ENCODER_SLIPS = [
     (
         "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN normalises the "
@@ -659,6 +784,44 @@ _ENCODER_SLIPS = [
         "self-attention comes first (tokens exchange information), then the feed-forward (each token on "
         "its own)",
         {"order": "10"},
+    ),
+]
+
+#: (hint, the knobs of _stack_variant that make the slip of the stack itself), tried first.
+_STACK_SLIPS = [
+    (
+        "a pre-LN stack needs one final LayerNorm after its last layer: every layer adds its sublayers' "
+        "outputs to the residual stream, and nothing normalises that stream on its way out (GPT-2, "
+        "Radford et al., 2019, section 2.3)",
+        {"final": "none"},
+    ),
+    (
+        "the final LayerNorm acts once, after the last layer: between layers the residual stream goes on "
+        "un-normalised (each layer normalises its sublayers' inputs itself)",
+        {"final": "each"},
+    ),
+    (
+        "the final LayerNorm comes after the last layer, not before the first: the stack's output is what "
+        "must be normalised",
+        {"final": "before"},
+    ),
+    (
+        "every layer's attention needs the padding mask: pass mask on to each layer, not only the first",
+        {"every_mask": False},
+    ),
+    (
+        "every layer's attention needs the padding mask: pass mask on to each layer, not only the last",
+        {"every_mask": "last"},
+    ),
+    (
+        "chain the layers: each one reads the previous layer's output, h = layer(h, mask); yours all read "
+        "the stack's input",
+        {"chained": False},
+    ),
+    (
+        "each layer already adds its residuals inside it: h = layer(h), not h + layer(h), which counts the "
+        "residual stream twice",
+        {"around": True},
     ),
 ]
 
@@ -736,11 +899,13 @@ def _layer_case(
     lengths: list[int],
     src_lengths: list[int] | None = None,
     masks: str = "padding",
-    args: tuple = LAYER_ARGS,
+    args: tuple | None = None,
 ) -> Case:
-    """An encoder layer's inputs ``(x, mask)`` or, given ``src_lengths``, a decoder layer's ``(x, memory,
+    """An encoder stack's inputs ``(x, mask)`` or, given ``src_lengths``, a decoder layer's ``(x, memory,
     src_mask, tgt_mask)``: sentences of these real lengths, random vectors at the padded slots too.
-    ``masks``: "padding", "none", or "full" (the decoder's target mask: padding & causal)."""
+    ``masks``: "padding", "none", or "full" (the decoder's target mask: padding & causal); ``args``
+    the constructor's (by default :data:`STACK_ARGS` or :data:`DECODER_ARGS`)."""
+    args = args or (STACK_ARGS if src_lengths is None else DECODER_ARGS)
     gen = generator(seed)
     t = max(lengths)
     x = torch.randn(len(lengths), t, args[0], generator=gen) * 2  # (B, T, D)
@@ -754,9 +919,9 @@ def _layer_case(
     return Case(name, (args, x, memory, None if masks == "none" else length_mask(src_lengths, ts), mask))
 
 
-#: The train-mode probe of 10.4 and 10.6: a layer built with this dropout, its sublayers in eval mode
-#: (so that only the layer's own dropout draws), against attnlib's wiring under the same seed.
-_PROBE_ARGS = (8, 2, 16, 0.5)
+#: The train-mode probes of 10.4 and 10.6: a module built with dropout 0.5, its sublayers in eval mode
+#: (so that only its own dropout draws), against attnlib's wiring under the same seed.
+_PROBE_ARGS = {False: (8, 2, 16, 2, 0.5), True: (8, 2, 16, 0.5)}
 _NOT_ON_OUTPUTS = (
     "in train mode your layer drops nothing outside its sublayers.\n   hint: apply dropout to each "
     "sublayer's output before it is added to the residual, x + dropout(sublayer(...)) (Vaswani et al., "
@@ -784,39 +949,38 @@ _SOME_OUTPUTS = (
 
 
 def _layer_dropout_where(fitted: Callable[..., nn.Module], *, decoder: bool) -> str | None:
-    """10.4 and 10.6 in train mode: the sublayers built with the layer's dropout, and dropout on each
-    sublayer's output before its residual add (Vaswani et al., 2017, §5.4), nowhere else."""
-    count = 3 if decoder else 2
-    case = _layer_case(
-        "", 115, [5, 3], [4, 5] if decoder else None, "full" if decoder else "padding", _PROBE_ARGS
-    )
+    """10.4 and 10.6 in train mode: the sublayers built with the module's dropout, and dropout on each
+    sublayer's output before its residual add (Vaswani et al., 2017, §5.4), nowhere else (in the
+    stack of 10.4, the same in every layer, and none after the final norm)."""
+    count, args = (3 if decoder else 2), _PROBE_ARGS[decoder]
+    case = _layer_case("", 115, [5, 3], [4, 5] if decoder else None, "full" if decoder else "padding", args)
     inputs = case.args[1:]
-    layer = fitted(_PROBE_ARGS, inputs)
-    attentions, ffns, _ = sublayers(layer, *_KINDS)
+    module = fitted(args, inputs)
+    attentions, ffns, _ = sublayers(module, *_KINDS)
     rates = {m.p for sub in (*attentions, *ffns) for m in sub.modules() if isinstance(m, nn.Dropout)}
-    if rates != {_PROBE_ARGS[3]}:
+    if rates != {args[-1]}:
         return (
-            f"built with dropout={_PROBE_ARGS[3]}, your layer's sublayers drop with "
+            f"built with dropout={args[-1]}, your layer's sublayers drop with "
             f"p = {', '.join(f'{r:g}' for r in sorted(rates)) or 'nothing'}.\n   hint: pass the layer's "
             "`dropout` on to each MultiHeadAttention and to the FeedForward (they drop the attention "
             "weights and the hidden layer); do not build them with dropout=0.0"
         )
-    layer.train()
+    module.train()
     for sub in (*attentions, *ffns):
-        sub.eval()  # only the layer's own dropout draws
-    variant = _decoder_variant if decoder else _encoder_variant
+        sub.eval()  # only the module's own dropout draws
+    variant = _decoder_variant if decoder else _stack_variant
     style = "post" if decoder else "pre"
 
     def drop(y: torch.Tensor) -> torch.Tensor:
-        return nn.functional.dropout(y, _PROBE_ARGS[3], training=True)
+        return nn.functional.dropout(y, args[-1], training=True)
 
     def wired(dropped: str) -> torch.Tensor:
         with seeded(CALL_SEED):
-            return variant(_PROBE_ARGS, *inputs, style=style, drop=drop, dropped=dropped)
+            return variant(args, *inputs, style=style, drop=drop, dropped=dropped)
 
     with torch.no_grad():
         with seeded(CALL_SEED):
-            got = layer(*inputs[: 4 if decoder else 2])
+            got = module(*inputs[: 4 if decoder else 2])
         if same(got, wired("o" * count)):
             return None
         if same(got, wired("-" * count)):
@@ -836,38 +1000,45 @@ def _layer_dropout_where(fitted: Callable[..., nn.Module], *, decoder: bool) -> 
 
 def _layer_exercise(decoder: bool, **declared: Any) -> ModuleExercise:
     """A spec of exercise 10.4 or 10.6: what it ``declared``, and what the two declare alike (the
-    constructor, the reference, how its weights fit, the dropout probe on the padded second case)."""
+    reference, how its weights fit, the dropout probe on the padded second case)."""
     return ModuleExercise(
-        init="(dim, n_heads, hidden_dim, dropout=0.1)",
         reference=lambda args, *inputs: _reference(decoder, *args)(*inputs),
         unfit=functools.partial(_unfit, decoder=decoder),
         fit=functools.partial(_fit, decoder=decoder),
-        rebuilds=f"attnlib's {'De' if decoder else 'En'}coderLayer",
         eval_probe=1,
         dropout_where=functools.partial(_layer_dropout_where, decoder=decoder),
-        forbidden=[own(DecoderLayer if decoder else EncoderLayer), own(add_norm)],
         **declared,
     )
 
 
 @functools.cache
-def _encoder_exercise() -> ModuleExercise:
+def _stack_exercise() -> ModuleExercise:
     """Exercise 10.4's spec, built at its first check, not at import (which stays light)."""
     return _layer_exercise(
         False,
-        title="Exercise 10.4 — a pre-LN encoder layer, whole",
-        check="encoder_layer",
-        example="MyEncoderLayer",
+        title="Exercise 10.4 — a pre-LN encoder stack, with its final norm",
+        check="pre_ln_encoder",
+        example="MyPreLNEncoder",
+        init="(dim, n_heads, hidden_dim, n_layers, dropout=0.1)",
         forward="x, mask=None",
         cases=[
-            _layer_case("D=8, H=2, F=16: one sentence of 4 tokens, no padding", 111, [4]),
-            _layer_case("two sentences, the second padded (3 real tokens of 5)", 112, [5, 3]),
             _layer_case(
-                "D=12, H=3, F=24: three sentences, two padded", 113, [6, 2, 4], args=(12, 3, 24, 0.2)
+                "D=8, H=2, F=16, one layer: one sentence of 4 tokens, no padding",
+                111,
+                [4],
+                args=(8, 2, 16, 1, 0.1),
             ),
-            _layer_case("mask=None: every token sees every token", 114, [5, 5], masks="none"),
+            _layer_case("two layers: two sentences, the second padded (3 real tokens of 5)", 112, [5, 3]),
+            _layer_case(
+                "D=12, H=3, F=24, three layers: three sentences, two padded",
+                113,
+                [6, 2, 4],
+                args=(12, 3, 24, 3, 0.2),
+            ),
+            _layer_case("two layers, mask=None: every token sees every token", 114, [5, 5], masks="none"),
         ],
-        mistakes=slips(_encoder_variant, _ENCODER_SLIPS),
+        mistakes=[*slips(_stack_variant, _STACK_SLIPS), *slips(_stack_variant, _ENCODER_SLIPS)],
+        forbidden=[own(EncoderLayer), own(add_norm)],
     )
 
 
@@ -879,6 +1050,8 @@ def _decoder_exercise() -> ModuleExercise:
         title="Exercise 10.6 — a decoder layer, whole",
         check="decoder_layer",
         example="MyDecoderLayer",
+        init="(dim, n_heads, hidden_dim, dropout=0.1)",
+        rebuilds="attnlib's DecoderLayer",
         forward="x, memory, src_mask=None, tgt_mask=None",
         cases=[
             _layer_case("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", 121, [3], [4], "none"),
@@ -899,19 +1072,20 @@ def _decoder_exercise() -> ModuleExercise:
             _layer_case("masks=None, Ts=2, Tt=5", 124, [5], [2], "none"),
         ],
         mistakes=slips(_decoder_variant, _DECODER_SLIPS),
+        forbidden=[own(DecoderLayer), own(add_norm)],
     )
 
 
-def encoder_layer(student_cls: Any) -> Verdict:
-    """Exercise 10.4: ``student_cls`` a pre-LN encoder layer class, built as
-    ``student_cls(dim, n_heads, hidden_dim, dropout)`` from attnlib's ``MultiHeadAttention``,
-    ``FeedForward`` and two ``LayerNorm`` s, called as ``layer(x, mask)``.
+def pre_ln_encoder(student_cls: Any) -> Verdict:
+    """Exercise 10.4: ``student_cls`` a pre-LN encoder stack, built as
+    ``student_cls(dim, n_heads, hidden_dim, n_layers, dropout)`` from attnlib's ``MultiHeadAttention``,
+    ``FeedForward`` and ``LayerNorm`` (two per layer, one final), called as ``encoder(x, mask)``.
 
-    The check gives the student's sublayers the weights of an :class:`attnlib.blocks.EncoderLayer`
-    with ``norm_first=True`` (the norms in the order the student's forward uses them) and compares
-    the two in eval mode.
+    The check gives the student's sublayers the weights of ``n_layers`` attnlib
+    :class:`~attnlib.blocks.EncoderLayer` s with ``norm_first=True`` and a final ``LayerNorm`` (each
+    kind in the order the student's forward uses them) and compares the two in eval mode.
     """
-    return check_module(_encoder_exercise(), student_cls)
+    return check_module(_stack_exercise(), student_cls)
 
 
 def decoder_layer(student_cls: Any) -> Verdict:

@@ -320,7 +320,7 @@ def test_the_engine_adds_an_error_hint_and_passes_dict_configs_by_keyword():
 def test_the_module_exercises_run_on_the_engine():
     verdict = check.multihead_module(attnlib.MultiHeadAttention)  # the library's own answer: out of reach
     assert not verdict and "MultiHeadAttention is attnlib's own `MultiHeadAttention`" in verdict.message
-    for exercise in ("additive_module", "encoder_layer", "decoder_layer", "multihead_module"):
+    for exercise in ("additive_module", "pre_ln_encoder", "decoder_layer", "multihead_module"):
         verdict = getattr(check, exercise)(nn.Linear(2, 2))
         assert not verdict and f"check.{exercise}(Linear), without parentheses" in verdict.message
 
@@ -447,3 +447,16 @@ def test_every_kind_of_verdict_starts_with_its_word_and_its_html_says_it_without
         borders.add(border.group(1))
     assert len(borders) == 4, "each status has its own border (colour, and style or width)"
     assert not hasattr(check.Verdict, "_repr_markdown_"), "one rich form: the HTML"
+
+
+def test_declared_hints_gathers_every_hint_a_check_can_give_only_inside():
+    mistakes = [_core.Mistake("add one", lambda x: x + 1), _core.Symptom("negative", lambda got, exp: False)]
+    right = _core.Case("0, 1, 2", (torch.arange(3.0),))
+    _core.declare_hints(["outside"])  # nothing gathers it, and nothing breaks
+    with _core.declared_hints() as hints:
+        verdict = _core.run_check("t", lambda x: x * 2, lambda x: x * 2, [right], mistakes)
+        _core.check_answer("p", 3, 3, hint="count the rows")
+    assert verdict and hints == {"add one", "negative", "count the rows"}  # declared, though none was shown
+    with _core.declared_hints() as hints:
+        verdict = _core.run_check("t", lambda x: x + 1, lambda x: x * 2, [right], mistakes)
+    assert not verdict and "hint: add one" in verdict.message and hints == {"add one", "negative"}

@@ -11,6 +11,7 @@ only one notebook's checks do is tested in ``test_<module>.py`` beside this file
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 from pathlib import Path
@@ -26,6 +27,8 @@ from tests.check.test_reach import bindings
 from tests.check.verdicts import stub
 
 KINDS = ("RIGHT", "WRONG", "OUT_OF_REACH", "TOLD", "NOT_YET", "CRASHES")
+#: What each entry of a table, tried once, said: ``(module, check, kind, index)`` -> :class:`Tried`.
+TRIED: dict[tuple[str, str, str, int], Tried] = {}
 WORDS = {"pass": "Passed", "todo": "Not yet", "fail": "Wrong", "error": "Error"}  # how each message begins
 TABLES_DIR = Path(__file__).parent / "answers"
 
@@ -88,9 +91,14 @@ class Tried:
         check_fn = getattr(importlib.import_module(f"attnlib.check.{module}"), name)
         self.where = f"{_notebook(module)}: check.{name}, {kind} #{i} in answers/{module}.py, {_name(answer)}"
         state = torch.random.get_rng_state()
-        self.verdict = check_fn(*answer.args) if isinstance(answer, Given) else check_fn(answer)
+        with check._core.declared_hints() as self.hints:  # every hint the check could have given
+            self.verdict = check_fn(*answer.args) if isinstance(answer, Given) else check_fn(answer)
         self.message = self.verdict.message
         self.moved = not torch.equal(torch.random.get_rng_state(), state)
+        if (
+            kind in KINDS
+        ):  # tried on the visible cases: test_every_hint_is_triggered_by_a_wrong_answer reuses it
+            TRIED[(module, name, kind, i)] = self
 
     def seed_left_alone(self) -> None:
         """A check never moves the student's global random state."""
@@ -241,3 +249,82 @@ def test_a_function_that_returns_nothing_is_refused(module, name, i, answer):
     assert not tried.verdict and tried.verdict.status in ("fail", "error"), f"{tried.where}:\n{tried.message}"
     assert tried.message.startswith(f"{WORDS[tried.verdict.status]}: "), f"{tried.where}:\n{tried.message}"
     tried.seed_left_alone()
+
+
+# ----------------------------------------------------------------------------- the wrong-answer catalogue
+
+
+def _said(module: str, name: str, kind: str, i: int, entry: Any) -> Tried:
+    """The entry tried (once per session: the tests above already tried most)."""
+    if (module, name, kind, i) not in TRIED:
+        Tried(module, name, i, entry if kind in ("RIGHT", "NOT_YET") else entry[0], kind)
+    return TRIED[(module, name, kind, i)]
+
+
+def _asserted(kind: str, entry: Any) -> list[str]:
+    """The texts a table entry asserts its verdict names: a WRONG entry's hint, a TOLD or CRASHES
+    entry's texts."""
+    if kind == "WRONG":
+        return [entry[1]]
+    if kind == "TOLD":
+        return list(entry[2:])
+    if kind == "CRASHES":
+        return list(entry[1:])
+    return []
+
+
+def _hint_sources(module: str) -> set[str]:
+    """The hints a check module writes into a message itself, not through a Mistake, a Symptom or
+    check_answer: the text after ``hint: `` in each of its string constants (up to a ``{}`` field)."""
+    tree = ast.parse((ROOT / "attnlib" / "check" / f"{module}.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "hint: " in node.value:
+            text = node.value.split("hint: ", 1)[1].strip()
+            if len(text) >= 15:
+                found.add(text)
+    return found
+
+
+def catalogue(module: str) -> dict[str, dict[str, list[str]]]:
+    """For every check of ``module``: each hint it can give, and the table entries (``"WRONG #2"``)
+    that are refused with that hint, asserting it. A hint with no entry is dead."""
+    table = TABLES[module]
+    out: dict[str, dict[str, list[str]]] = {}
+    written = _hint_sources(module)
+    for name in importlib.import_module(f"attnlib.check.{module}").__all__:
+        tried = [
+            (kind, i, _said(module, name, kind, i, entry), _asserted(kind, entry))
+            for kind in KINDS
+            for i, entry in enumerate(getattr(table, kind, {}).get(name, []))
+        ]
+        hints = set().union(*(t.hints for _, _, t, _ in tried))
+        hints |= {w for w in written if any(w in t.message for _, _, t, _ in tried)}
+        out[name] = {
+            hint: [
+                f"{kind} #{i}"
+                for kind, i, t, texts in tried
+                if hint in t.message and any(text in hint or hint in text for text in texts)
+            ]
+            for hint in sorted(hints)
+        }
+    # A hint the module writes itself that no entry's message shows at all: dead too.
+    shown = [t.message for (m, *_), t in TRIED.items() if m == module]
+    unseen = sorted(w for w in written if not any(w in message for message in shown))
+    if unseen:
+        out["(hints written in the module that no entry gets)"] = {hint: [] for hint in unseen}
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(TABLES))
+def test_every_hint_is_triggered_by_a_wrong_answer(module):
+    """Each hint a check can give is asserted by at least one wrong answer of its table (else it is
+    dead: no test shows that it is ever given, or given for the right mistake), and every check
+    that can refuse an answer has at least two wrong answers."""
+    found = catalogue(module)
+    dead = {name: [h for h, who in hints.items() if not who] for name, hints in found.items()}
+    dead = {name: hints for name, hints in dead.items() if hints}
+    assert not dead, f"{_notebook(module)}: hints no wrong answer in answers/{module}.py triggers: {dead}"
+    table = TABLES[module]
+    few = [n for n in found if len(table.WRONG.get(n, [])) + len(getattr(table, "TOLD", {}).get(n, [])) < 2]
+    assert not few, f"{_notebook(module)}: fewer than two wrong answers for check.{', check.'.join(few)}"

@@ -6,9 +6,13 @@ from __future__ import annotations
 import torch
 
 import attnlib
+from attnlib.check import multi_head_attention
 from tests.check.answers.multi_head_attention import (
-    D_IN,
+    DH,
+    HEADS,
     MHA_PARAMETERS,
+    WRAPPER_PARAMETERS,
+    WRONG,
     D,
     MyMultiHeadAttention,
     right_fuse,
@@ -68,9 +72,28 @@ def test_score_matrices_give_attentions_weights():
     torch.testing.assert_close(torch.softmax(scores, dim=-1), fused.last_attn_weights)
 
 
-def test_the_mha_parameters_answer_is_the_modules_count():
-    count = sum(p.numel() for p in attnlib.MultiHeadAttention(D_IN, D, 128, 0.1, 8).parameters())
-    assert count == MHA_PARAMETERS
+def test_the_mha_parameters_answers_are_the_modules_counts():
+    # Exercise 5.4's numbers are what the two modules hold, built as its text writes them.
+    mha = attnlib.MultiHeadAttention(
+        d_in=96, d_out=D, context_length=64, dropout=0.1, num_heads=HEADS, qkv_bias=True
+    )
+    wrapper = attnlib.MultiHeadAttentionWrapper(
+        d_in=96, d_out=DH, context_length=64, dropout=0.1, num_heads=HEADS, qkv_bias=True
+    )
+    assert attnlib.count_parameters(mha) == MHA_PARAMETERS
+    assert attnlib.count_parameters(wrapper) == WRAPPER_PARAMETERS
+
+
+def test_every_hint_of_the_mha_parameters_check_has_a_wrong_answer():
+    # The hint tables hold each slip's count; each hint is asserted by a wrong answer of the table.
+    asserted = [hint for _, hint in WRONG["mha_parameters"]]
+    hints = [*multi_head_attention._mha_hints().values(), *multi_head_attention._wrapper_hints().values()]
+    for hint in [*hints, multi_head_attention._GENERIC_COUNT]:
+        assert any(text in hint for text in asserted), hint
+    counts = [*multi_head_attention._mha_hints(), MHA_PARAMETERS]
+    assert len(set(counts)) == len(counts)  # no slip's count is the right one, nor another slip's
+    counts = [*multi_head_attention._wrapper_hints(), WRAPPER_PARAMETERS]
+    assert len(set(counts)) == len(counts)
 
 
 def test_the_right_module_is_attnlibs_function():

@@ -126,21 +126,23 @@ def test_a_caught_stand_in_error_still_fails_the_check():
 
 
 def test_handing_back_the_function_itself_is_named():
-    verdict = check.top_p_logits(attnlib.top_p_logits)
+    verdict = check.top_p_probs(attnlib.top_p_logits)
     assert not verdict and "your code hands back attnlib's own `top_p_logits`" in verdict.message
     verdict = check.masked_softmax_safe(attnlib.functional.masked_softmax)
     assert not verdict and "hands back attnlib's own `masked_softmax`" in verdict.message
 
 
 def test_the_reference_runs_outside_and_a_check_passes_after_one_that_was_refused():
-    assert not check.top_p_logits(lambda x, p: attnlib.top_p_logits(x, p))
+    assert not check.top_p_probs(lambda x, p, t: torch.softmax(attnlib.top_p_logits(x / t, p), dim=-1))
 
-    def mine(logits, p):
-        probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
-        drop = (probs.cumsum(dim=-1) - probs) >= p
-        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    def mine(logits, p, temperature):
+        probs = torch.softmax(logits / temperature, dim=-1)
+        ranked = probs.sort(dim=-1, descending=True).values
+        last = ranked.masked_fill(ranked.cumsum(dim=-1) - ranked >= p, float("inf")).amin(-1, keepdim=True)
+        kept = probs * (probs >= last)
+        return kept / kept.sum(dim=-1, keepdim=True)
 
-    assert check.top_p_logits(mine)
+    assert check.top_p_probs(mine)
 
 
 def test_run_check_without_declarations_touches_nothing():

@@ -14,31 +14,35 @@ from attnlib.blocks import sinusoidal_encoding
 from attnlib.check import transformer_blocks as blocks_checks
 from attnlib.torch_reference import copy_encoder_layer
 from attnlib.transformer import Transformer
-from tests.check.answers.transformer_blocks import right_cross_mask, right_rms, torch_rms
+from tests.check.answers.transformer_blocks import right_rms, right_target_mask, torch_rms
 
 # ----------------------------------------------------------------------------- the references
 
 
-def test_cross_mask_reference_is_the_transformers_source_mask():
-    src = torch.tensor([[3, 4, 5, 2, 0, 0], [3, 6, 7, 5, 4, 2]])
-    tgt = torch.tensor([[1, 5, 6, 2], [1, 4, 0, 0]])
+def test_target_mask_reference_is_the_transformers_on_left_padded_targets():
+    tgt = torch.tensor([[1, 5, 6, 3, 7], [0, 0, 1, 4, 3], [0, 0, 0, 0, 1]])  # padded on the left
+    lengths = (tgt != 0).sum(dim=1)  # (B,): 5, 3, 1
     torch.manual_seed(0)
     model = Transformer(8, 8, dim=8, n_heads=2, n_layers=1, hidden_dim=8, max_seq_len=16)
-    reference = blocks_checks._reference_cross_mask(src, tgt, 0)  # (B, 1, Tt, Ts)
-    assert reference.shape == (2, 1, 4, 6)
-    assert torch.equal(reference, model.generate_mask(src, tgt)[0].expand(2, 1, 4, 6))
-    assert torch.equal(reference, right_cross_mask(src, tgt, 0))
+    reference = blocks_checks._reference_target_mask(lengths, 5)  # (B, 1, Tt, Tt)
+    assert reference.shape == (3, 1, 5, 5)
+    assert torch.equal(reference, model.generate_mask(tgt, tgt)[1])
+    assert torch.equal(reference, right_target_mask(lengths, 5))
+    assert not reference[1, 0, :2].any() and not reference[2, 0, :4].any()  # the rows with no key
 
 
-def test_cross_mask_reference_is_what_the_decoder_layer_needs():
-    """The mask gives the same cross-attention as the (B, 1, 1, Ts) padding mask it expands."""
-    src = torch.tensor([[3, 4, 2, 0, 0], [3, 6, 7, 5, 2]])
-    tgt = torch.tensor([[1, 5, 6], [1, 4, 0]])
-    torch.manual_seed(0)
-    attention = attnlib.MultiHeadAttention(8, 8, 16, 0.0, 2, qkv_bias=True, causal=False)
-    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
-    full = attention(x, memory, blocks_checks._reference_cross_mask(src, tgt, 0))
-    torch.testing.assert_close(full, attention(x, memory, attnlib.padding_mask(src, 0)))
+def test_a_fully_masked_row_gets_zero_weights_and_a_zero_context():
+    """What the exercise says about the rows of left pads: attnlib's attention, no NaN."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 1, 2, 5, 4, generator=gen).unbind(0)  # (B, H, Tt, Dh) each
+    context, weights = attnlib.scaled_dot_product_attention(
+        q, k, v, blocks_checks._reference_target_mask(torch.tensor([3]), 5)
+    )
+    assert not context.isnan().any() and not weights.isnan().any()
+    assert torch.equal(weights[0, :, :2], torch.zeros(2, 2, 5)) and torch.equal(
+        context[0, :, :2], torch.zeros(2, 2, 4)
+    )
+    torch.testing.assert_close(weights[0, :, 2:].sum(-1), torch.ones(2, 3))
 
 
 @pytest.mark.parametrize(("k", "dim"), [(1, 2), (3, 8), (-4, 16), (7, 64)])
@@ -58,26 +62,37 @@ def test_rms_norm_reference_agrees_with_torch_and_the_formula():
     torch.testing.assert_close(blocks_checks._reference_rms_norm(x, gain, 1e-5), right_rms(x, gain, 1e-5))
 
 
-def test_encoder_layer_reference_is_pre_ln_with_distinct_norms():
-    for args in (blocks_checks.LAYER_ARGS, (12, 3, 24, 0.2)):
-        layer = blocks_checks._reference(False, *args)
-        assert not layer.training and layer.norm_first
-        assert not torch.equal(layer.attention_norm.gamma, layer.ffn_norm.gamma)
+def test_stack_reference_is_pre_ln_layers_then_a_final_norm_all_distinct():
+    for args in (blocks_checks.STACK_ARGS, (12, 3, 24, 3, 0.2)):
+        stack = blocks_checks._reference(False, *args)
+        assert not stack.training and all(layer.norm_first for layer in stack.layers)
+        attentions, ffns, norms = stack.roles()
+        assert len(attentions) == len(ffns) == args[3] and len(norms) == 2 * args[3] + 1
+        gammas = [n.gamma for n in norms]
+        assert all(not torch.equal(a, b) for i, a in enumerate(gammas) for b in gammas[i + 1 :])
         x = torch.randn(2, 5, args[0])
         mask = attnlib.padding_mask(torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]]), 0)
-        h = x + layer.attention(layer.attention_norm(x), mask=mask)
-        torch.testing.assert_close(layer(x, mask), h + layer.feed_forward(layer.ffn_norm(h)))
+        h = x
+        for layer in stack.layers:
+            h = h + layer.attention(layer.attention_norm(h), mask=mask)
+            h = h + layer.feed_forward(layer.ffn_norm(h))
+        torch.testing.assert_close(stack(x, mask), stack.final_norm(h))
 
 
-def test_pre_ln_encoder_layer_equals_torch():
-    """The reference of 10.4 is PyTorch's pre-LN encoder layer, weight for weight."""
-    layer = blocks_checks._reference(False, *blocks_checks.LAYER_ARGS)
-    theirs = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True, norm_first=True, layer_norm_eps=1e-6)
-    copy_encoder_layer(theirs, layer)
+def test_pre_ln_stack_equals_torchs_encoder_with_its_final_norm():
+    """The reference of 10.4 is PyTorch's pre-LN nn.TransformerEncoder with its norm, weight by weight."""
+    stack = blocks_checks._reference(False, *blocks_checks.STACK_ARGS)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True, norm_first=True, layer_norm_eps=1e-6)
+    theirs = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8, eps=1e-6), enable_nested_tensor=False)
+    for torch_layer, ours in zip(theirs.layers, stack.layers, strict=True):
+        copy_encoder_layer(torch_layer, ours)
+    with torch.no_grad():
+        theirs.norm.weight.copy_(stack.final_norm.gamma)
+        theirs.norm.bias.copy_(stack.final_norm.beta)
     x = torch.randn(2, 5, 8)
     mask = attnlib.padding_mask(torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]]), 0)
     out = theirs.eval()(x, src_key_padding_mask=attnlib.to_masked_out(mask[:, 0, 0]))
-    torch.testing.assert_close(layer(x, mask), out)
+    torch.testing.assert_close(stack(x, mask), out)
 
 
 def test_decoder_layer_reference_is_post_ln_with_distinct_norms():

@@ -24,6 +24,7 @@ from tools.course import (
     BEGIN,
     END,
     POINTS,
+    REASONING_POINTS,
     TABLE_END,
     TABLE_START,
     answer_source,
@@ -35,7 +36,7 @@ from tools.course import (
     points_table,
     release_source,
 )
-from tools.student import STUB, stub_source, student_notebook
+from tools.student import REASONING_PROMPT, STUB, stub_source, student_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -85,12 +86,12 @@ def test_every_exercise_is_graded_and_the_release_is_the_student_edition(path):
     found = exercises(nb)
     course = course_notebook(nb)  # raises where a cell's release would differ from the student edition
     graded = [c["metadata"]["nbgrader"] for c in course["cells"] if "nbgrader" in c["metadata"]]
-    assert found and len(graded) == sum(2 if e.checked else 1 for e in found)
-    assert sum(g.get("points", 0) for g in graded) == sum(e.points for e in found)
+    assert found and len(graded) == sum(1 + e.checked + e.reasoned for e in found)
+    assert sum(g.get("points", 0) for g in graded) == sum(e.all_points for e in found)
     assert len({g["grade_id"] for g in graded}) == len(graded)
     for cell in course["cells"]:
         meta = cell["metadata"].get("nbgrader", {})
-        if meta.get("solution"):  # the solution runs as it is: nbgrader's markers are comments
+        if meta.get("solution") and cell["cell_type"] == "code":  # nbgrader's markers are comments
             compile(_source(cell), path.name, "exec")
         if meta.get("grade") and not meta.get("solution"):
             assert cell["metadata"]["nbgrader"]["locked"] and "del _sys.modules[" in _source(cell)
@@ -107,6 +108,74 @@ def test_a_solution_region_releases_the_student_stub():
     assert f"    {BEGIN}\n    # comment\n    return x\n    {END}" in source
     assert f"{BEGIN} -> x = y = ...  # your prediction" in source
     assert STUB not in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_prediction_asks_for_its_reasoning(path):
+    """A check cannot stop a student from running the code to find the value: each prediction has
+    a `reasoning` cell, graded by hand, and its statement asks for the prediction first."""
+    nb = _read(path)
+    unreasoned = [e.number for e in exercises(nb) if e.kind == "predict" and not e.reasoned]
+    assert not unreasoned, f"{path.stem}: predictions without a `reasoning` cell: {unreasoned}"
+    statements = {
+        m[1]: _source(c)
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown" and (m := re.match(r"#{3,}\s+Exercise\s+([\d.]+)", _source(c)))
+    }
+    for e in exercises(nb):
+        if e.kind == "predict":
+            text = statements[e.number].lower()
+            assert "before" in text and "run" in text, (
+                f"{path.stem}: exercise {e.number} should ask for the prediction before running any code"
+            )
+
+
+def test_a_reasoning_cell_is_graded_by_hand_and_releases_as_the_prompt():
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "## Exercises"},
+            {"cell_type": "markdown", "metadata": {}, "source": "### Exercise 9.9 — predict"},
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["solution"]},
+                "source": "answer_9_9 = 12",
+                "outputs": [],
+                "execution_count": None,
+            },
+            {"cell_type": "markdown", "metadata": {"tags": ["reasoning"]}, "source": "**Why.** 3 times 4."},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": "check.something(answer_9_9)",
+                "outputs": [],
+                "execution_count": None,
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (exercise,) = exercises(nb)
+    assert exercise.reasoned and exercise.all_points == POINTS["predict"] + REASONING_POINTS
+    reasoning = course_notebook(nb)["cells"][3]
+    assert reasoning["source"] == "**Why.** 3 times 4."  # the course's source keeps the model answer
+    assert reasoning["metadata"]["nbgrader"] == {
+        "grade": True,
+        "grade_id": "reasoning_9_9",
+        "locked": False,
+        "points": REASONING_POINTS,
+        "schema_version": 3,
+        "solution": True,
+        "task": False,
+    }
+    assert student_notebook(nb)["cells"][3]["source"] == REASONING_PROMPT
+    nb["cells"][3], nb["cells"][4] = nb["cells"][4], nb["cells"][3]  # after the check: dropped there
+    with pytest.raises(ValueError, match="comes after the check"):
+        exercises(nb)
+    nb["cells"][4]["source"] = "Because."
+    nb["cells"][3], nb["cells"][4] = nb["cells"][4], nb["cells"][3]
+    with pytest.raises(ValueError, match="starting"):
+        exercises(nb)
 
 
 def test_an_exercise_without_a_check_is_graded_by_hand():
@@ -244,7 +313,8 @@ GRADES = """
 import json, sys
 from nbgrader.api import Gradebook
 with Gradebook("sqlite:///gradebook.db") as gb:
-    print(json.dumps({s.student_id: {g.name: g.score for nb in s.notebooks for g in nb.grades}
+    print(json.dumps({s.student_id: {g.name: None if g.needs_manual_grade else g.score
+                                      for nb in s.notebooks for g in nb.grades}
                       for s in gb.assignment_submissions(sys.argv[1])}))
 """
 
@@ -414,7 +484,17 @@ def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_p
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     nbgrader(course, "nbgrader", "generate_feedback", name)
-    scores = json.loads(nbgrader(course, "python", "-c", GRADES, name).strip().splitlines()[-1])
+    graded = json.loads(nbgrader(course, "python", "-c", GRADES, name).strip().splitlines()[-1])
+    reasons = {
+        g: c["metadata"]["nbgrader"]["points"]
+        for c in source["cells"]
+        if (g := c["metadata"].get("nbgrader", {}).get("grade_id", "")).startswith("reasoning_")
+    }
+    # A prediction's reasoning waits for the instructor (None: needs a manual grade), unless it was
+    # left as released (0).
+    assert {g: graded["solution"][g] for g in reasons} == dict.fromkeys(reasons)
+    assert {g: graded["unchanged"][g] for g in reasons} == dict.fromkeys(reasons, 0)
+    scores = {who: {g: v for g, v in grades.items() if g not in reasons} for who, grades in graded.items()}
     points = {
         g: c["metadata"]["nbgrader"]["points"]
         for c in source["cells"]
@@ -453,6 +533,6 @@ def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_p
 
     nbgrader(course, "nbgrader", "export")  # grades.csv
     csv = (course / "grades.csv").read_text(encoding="utf-8")
-    total = sum(points.values())
-    assert f"{name},,,solution,,,,{float(total)},0.0,{float(total)},{float(total)}" in csv
-    assert f"{name},,,unchanged,,,,0.0,0.0,0.0,{float(total)}" in csv
+    total, most = sum(points.values()), float(sum(points.values()) + sum(reasons.values()))
+    assert f"{name},,,solution,,,,{float(total)},0.0,{float(total)},{most}" in csv
+    assert f"{name},,,unchanged,,,,0.0,0.0,0.0,{most}" in csv

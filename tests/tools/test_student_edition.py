@@ -15,7 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tests import ROOT
-from tools.student import build, stub_source
+from tools.student import REASONING_PROMPT, REASONING_START, build, stub_source
 
 SOLUTION = '''import torch
 
@@ -139,6 +139,8 @@ def _kind(cell: dict) -> str:
         return "notes"
     if "solution" in cell["metadata"].get("tags", []):
         return "solution"
+    if "reasoning" in cell["metadata"].get("tags", []):
+        return "reasoning"
     if cell["cell_type"] == "markdown" and source.startswith("### Exercise"):
         return "statement"
     if cell["cell_type"] == "markdown" and source.startswith("## Exercises"):
@@ -180,7 +182,7 @@ def _answers(cells: list[dict]) -> tuple[set[str], str]:
                     values.add(repr(value))
                     if isinstance(value, int) and abs(value) >= 1000:
                         values.add(f"{value:,}")
-        elif kind == "notes" or (after_check and kind == "other"):
+        elif kind == "notes" or kind == "reasoning" or (after_check and kind == "other"):
             text = _text(cell)
             secret += text.splitlines()
             values.update(re.findall(r"\d[\d,.]*\d", text))
@@ -226,7 +228,7 @@ def test_the_scan_finds_what_a_plain_copy_would_give_away(series_edition):
     answers, _ = _answers(original)
     plain = "\n".join(_text(c) for c in original)
     assert answers and all(a in plain for a in answers)
-    assert "655,872" in answers  # exercise 5.4's answer, quoted in the speaker notes
+    assert "53,760" in answers  # exercise 5.4's answer, quoted in the speaker notes
 
 
 def test_everything_else_is_the_same_cells(series_edition):
@@ -252,6 +254,9 @@ def test_everything_else_is_the_same_cells(series_edition):
                 assert after["source"] == stub_source("".join(cell["source"]))
             elif kind == "check":
                 assert after["source"] == cell["source"] and after["outputs"] == []
+            elif kind == "reasoning":  # the model reasoning gives way to the prompt
+                assert "".join(cell["source"]).startswith(REASONING_START), (name, cell["id"])
+                assert after["source"] == REASONING_PROMPT and after["metadata"] == cell["metadata"]
             elif kind == "intro":
                 text = "".join(after["source"])
                 assert "tagged `exercise`" in text and "solution" not in text, name
@@ -359,6 +364,6 @@ def test_the_instructor_deck_has_the_solutions(tmp_path):
         line.strip() for c in cells if _kind(c) == "solution" for line in "".join(c["source"]).splitlines()
     ]
     assert solutions and all(line in text for line in solutions)
-    assert "655,872" in text  # exercise 5.4's answer, in the speaker notes
+    assert "53,760" in text  # exercise 5.4's answer, in the speaker notes
     assert text.index(SOLUTIONS_BANNER) < text.index("Multi-head")  # on the title slide
     assert deck.parent.name != "slides"

@@ -36,6 +36,7 @@ class MyAdditiveAttention(nn.Module):
     """A right answer to 8.2 written the way a student would, with knobs for the typical slips."""
 
     tanh, sides, dim, masking, use_v, pool, order = True, "right", -1, "fill", True, "sum", "cw"
+    normalise = "softmax"
 
     def __init__(self, query_size, key_size, attn_size):
         super().__init__()
@@ -54,7 +55,10 @@ class MyAdditiveAttention(nn.Module):
             scores = scores.masked_fill(~mask, float("-inf"))
         elif self.masking == "inverted":
             scores = scores.masked_fill(mask, float("-inf"))
-        weights = torch.softmax(scores, dim=self.dim)
+        if self.normalise == "sigmoid":  # a gate per position: rows do not sum to 1
+            weights = torch.sigmoid(scores)  # masked scores (-inf) give 0
+        else:
+            weights = torch.softmax(scores, dim=self.dim)
         if self.dim != -1:  # a column of padding across the whole batch: nan, as the check's slip has it
             weights = weights.nan_to_num(0.0)
         if self.masking == "after":
@@ -127,6 +131,7 @@ WRONG = {
         (module_slip(masking="none"), "the mask is ignored"),
         (module_slip(masking="inverted"), "the mask is inverted"),
         (module_slip(masking="after"), "after the softmax"),
+        (module_slip(normalise="sigmoid"), "does not sum to 1 along the last axis"),
         (module_slip(pool="mean"), "not the mean"),
         (module_slip(pool="unsqueezed"), "squeeze the step axis"),
         (module_slip(order="wc"), "in this order, (context, weights)"),
@@ -164,6 +169,17 @@ class OtherSignature(MyAdditiveAttention):
         super().__init__(hidden_size, hidden_size, hidden_size)
 
 
+class NoSuperInit(nn.Module):
+    """Creates its layers before `super().__init__()`: nn.Module refuses the first one."""
+
+    def __init__(self, query_size, key_size, attn_size):
+        self.W_a = nn.Linear(query_size, attn_size, bias=False)
+        super().__init__()
+
+    def forward(self, query, keys, mask=None):
+        return query
+
+
 TOLD = {
     "additive_module": [
         # missing and misshapen parameters are named
@@ -175,6 +191,7 @@ TOLD = {
         (lambda q, k, m: None, "fail", "expected a class"),
         (NotAModule, "fail", "is not an nn.Module"),
         (OtherSignature, "fail", "passing each argument by that name"),
+        (NoSuperInit, "error", "call `super().__init__()` first"),
     ],
 }
 
@@ -205,7 +222,14 @@ class Crashes(MyAdditiveAttention):
 NOT_YET = {"precomputed_scores": [stub], "decoder_step": [stub], "additive_module": [Stub]}
 _RAISED = (crashes, "raised AttributeError", "args[0].no_such_attribute")
 CRASHES = {
-    "precomputed_scores": [_RAISED],
+    "precomputed_scores": [
+        _RAISED,
+        # a forgotten .T (W_a of shape (n', n) meets queries (.., n)) and queries that never meet every
+        # key ((B, Tq, n') + (B, Ts, n')) crash on the first case: the error names the slip
+        (lambda *a: all_steps(*a, w_t=False), "cannot be multiplied", "`queries @ W_a.T`"),
+        (lambda *a: all_steps(*a, u_t=False), "cannot be multiplied", "`keys @ U_a.T`"),
+        (lambda *a: all_steps(*a, pairs=True), "must match the size", "each query must meet every key"),
+    ],
     "decoder_step": [_RAISED],
     "additive_module": [(Crashes, "no_such_attribute")],
 }

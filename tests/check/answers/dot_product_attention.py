@@ -125,6 +125,8 @@ OUT_OF_REACH = {
         (lambda s: F.softmax(s, dim=-1), SOFTMAX),
         (lambda s: torch.nn.Softmax(dim=-1)(s), SOFTMAX),
         (lambda s: torch.special.softmax(s, dim=-1), SOFTMAX),
+        (lambda s: torch.log_softmax(s, dim=-1).exp(), "calls `torch.log_softmax`"),
+        (lambda s: F.log_softmax(s, dim=-1).exp(), "calls `torch.log_softmax`"),
         (attnlib.masked_softmax, "hands back attnlib's own `masked_softmax`"),
         (lambda s: attnlib.masked_softmax(s), "calls attnlib's own `masked_softmax`"),
         (lambda s: attnlib.online_softmax(s, 2), "calls attnlib's own `online_softmax`"),

@@ -85,7 +85,7 @@ WRONG = {
         (lambda w, p: (w.sum(-1), p / (1 - p) * (w**2).sum(-2)), "not over the queries"),
     ],
     "attention_with_dropout": [
-        (buggy_attention, "hint: dropout belongs on the weights AFTER softmax"),  # the handed-out bug
+        (buggy_attention, "dropout belongs on the weights AFTER softmax"),  # the handed-out bug
         (renormalised_attention, "must not be renormalised"),
         (lambda q, k, v, keep, p: right_attention(q, k, v, keep, p) * (1 - p), "scaled up by 1/(1-p)"),
         (

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+import attnlib
 from attnlib import apply_rotary
 from tests.check.verdicts import crashes, stub
 
@@ -26,8 +25,49 @@ def right_longformer(size, one_side, global_tokens):
     return mask
 
 
-def right_layers(distance, window):
-    return -(-distance // (window - 1))
+def _gap(size):
+    pos = torch.arange(size)
+    return pos[:, None] - pos[None, :]  # (T, T): i - j, output minus input
+
+
+def dilated_layer(size, window, dilation, first=0, last=None):
+    """One causal dilated window: query i sees keys i - k d for k = first .. last (window - 1)."""
+    gap = _gap(size)
+    last = window - 1 if last is None else last
+    return (gap >= first * dilation) & (gap <= last * dilation) & (gap % dilation == 0)
+
+
+def right_field(size, window, dilations):
+    reach = torch.eye(size, dtype=torch.bool)  # (T, T): before any layer, each position is itself
+    for d in dilations:
+        reach = (dilated_layer(size, window, d).float() @ reach.float()) > 0  # one more step, any chain
+    return reach
+
+
+def right_field_by_distances(size, window, dilations):
+    """The distances a chain covers (one step k * d per layer), then the (T, T) mask."""
+    distances = {0}
+    for d in dilations:
+        distances = {r + k * d for r in distances for k in range(window)}
+    gap = _gap(size)
+    return torch.isin(gap, torch.tensor(sorted(distances)))
+
+
+def right_field_from_window_masks(size, window, dilations):
+    """attnlib.sliding_window_mask (notebook 13's building block) spans the dilated window."""
+    reach = torch.eye(size)
+    for d in dilations:
+        layer = attnlib.sliding_window_mask(size, (window - 1) * d + 1) & (_gap(size) % d == 0)
+        reach = ((layer.float() @ reach) > 0).float()
+    return reach.bool()
+
+
+def product(size, layers, count=False):
+    reach = torch.eye(size)
+    for layer in layers:
+        reach = layer.float() @ reach
+        reach = reach if count else (reach > 0).float()
+    return reach.long() if count else reach.bool()
 
 
 def right_rotate_half(x, positions):
@@ -41,7 +81,7 @@ def right_rotate_half(x, positions):
 RIGHT = {
     "combine_partial_attention": [right_combine],
     "longformer_mask": [right_longformer],
-    "layers_needed": [right_layers],
+    "dilated_receptive_field": [right_field, right_field_by_distances, right_field_from_window_masks],
     "rotate_half_rope": [right_rotate_half],
 }
 
@@ -105,11 +145,41 @@ WRONG = {
         (lambda t, s, g: right_longformer(t, s, g).long(), "boolean"),
         (causal_longformer, "not causal"),
     ],
-    "layers_needed": [
-        (lambda d, w: d // (w - 1), "round up"),
-        (lambda d, w: math.ceil(d / w), "include the query itself"),
-        (lambda d, w: d // w, "and round up"),
-        (lambda d, w: math.ceil((d + 1) / (w - 1)), "not the tokens themselves"),
+    "dilated_receptive_field": [
+        (lambda t, w, ds: ~right_field(t, w, ds), "the mask is inverted"),
+        (lambda t, w, ds: right_field(t, w, ds).T, "yours is the transpose"),
+        (
+            lambda t, w, ds: product(t, [dilated_layer(t, w, d) | dilated_layer(t, w, d).T for d in ds]),
+            "not on both sides",
+        ),
+        (lambda t, w, ds: product(t, [dilated_layer(t, w, ds[0]) for _ in ds]), "not the first one for all"),
+        (
+            lambda t, w, ds: product(t, [attnlib.sliding_window_mask(t, w) for _ in ds]),
+            "you took w neighbouring keys",
+        ),
+        (
+            lambda t, w, ds: product(t, [attnlib.sliding_window_mask(t, w) & (_gap(t) % d == 0) for d in ds]),
+            "you kept only the keys",
+        ),
+        (
+            lambda t, w, ds: product(t, [dilated_layer(t, w, d, 1, w) for d in ds]),
+            "includes the query itself",
+        ),
+        (
+            lambda t, w, ds: product(
+                t, [(_gap(t) >= 0) & (_gap(t) < (w - 1) * d) & (_gap(t) % d == 0) for d in ds]
+            ),
+            "yours has w - 1",
+        ),
+        (lambda t, w, ds: product(t, [dilated_layer(t, w, d, 0, w) for d in ds]), "yours has w + 1"),
+        (
+            lambda t, w, ds: torch.stack([dilated_layer(t, w, d) for d in ds]).any(0),
+            "or the layers OR-ed together",
+        ),
+        (lambda t, w, ds: dilated_layer(t, w, ds[-1]), "one layer alone"),
+        (lambda t, w, ds: (_gap(t) >= 0) & (_gap(t) <= (w - 1) * sum(ds)), "not every distance up to it"),
+        (lambda t, w, ds: product(t, [dilated_layer(t, w, d) for d in ds], count=True), "counts the chains"),
+        (lambda t, w, ds: right_field(t, w, ds).float(), "must be boolean"),
     ],
     "rotate_half_rope": [
         (lambda x, p: apply_rotary(x, p), "interleaved layout"),
@@ -120,17 +190,29 @@ WRONG = {
     ],
 }
 
+# ----------------------------------------------------------------------------- out of reach
+
+
+def field_by_matrix_power(size, window, dilations):
+    """attnlib's receptive_field on one dilated mask: right only when every layer has the same dilation."""
+    return attnlib.receptive_field(dilated_layer(size, window, dilations[0]), len(dilations))
+
+
+OUT_OF_REACH = {
+    "dilated_receptive_field": [(field_by_matrix_power, "calls attnlib's own `receptive_field`")],
+}
+
 # ----------------------------------------------------------------------------- not yet / crashes
 
 NOT_YET = {
     "combine_partial_attention": [stub],
     "longformer_mask": [stub],
-    "layers_needed": [stub],
+    "dilated_receptive_field": [stub],
     "rotate_half_rope": [stub],
 }
 CRASHES = {
     "combine_partial_attention": [(crashes, "no_such_attribute")],
     "longformer_mask": [(crashes, "no_such_attribute")],
-    "layers_needed": [(lambda d, w: d / (w - w), "ZeroDivisionError")],
+    "dilated_receptive_field": [(crashes, "no_such_attribute")],
     "rotate_half_rope": [(crashes, "no_such_attribute")],
 }

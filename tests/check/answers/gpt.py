@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 import attnlib
-from attnlib.sampling import top_p_logits
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
 
@@ -27,19 +26,40 @@ def probs_then_renormalise(logits, temperature, top_k):
     return p / p.sum(-1, keepdim=True)
 
 
-def right_top_p(logits, p):
-    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
-    drop = probs.cumsum(dim=-1) - probs >= p  # the mass before each token already reaches p
-    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+def right_top_p_probs(logits, p, temperature):
+    probs = torch.softmax(logits / temperature, dim=-1)  # the temperature first
+    ranked = probs.sort(dim=-1, descending=True).values
+    before = ranked.cumsum(dim=-1) - ranked  # the mass ranked above each token
+    last = ranked.masked_fill(before >= p, float("inf")).amin(dim=-1, keepdim=True)  # the last one kept
+    kept = probs * (probs >= last)  # its ties too
+    return kept / kept.sum(dim=-1, keepdim=True)
 
 
-def top_p_shift_right(logits, p):
-    # Also right (the usual library recipe): drop where the running total passes p, shifted right by one.
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    drop = sorted_logits.softmax(dim=-1).cumsum(dim=-1) > p
-    drop[..., 1:] = drop[..., :-1].clone()
-    drop[..., 0] = False
-    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+def top_p_by_count(logits, p, temperature):
+    # Also right: count the nucleus, then keep every logit >= the m-th largest (12.1's rule).
+    scaled = logits / temperature
+    if p >= 1:
+        return torch.softmax(scaled, dim=-1)
+    ranked = torch.softmax(scaled, dim=-1).sort(dim=-1, descending=True).values
+    m = (ranked.cumsum(dim=-1) < p).sum(dim=-1, keepdim=True) + 1  # the first m reach p
+    mth = scaled.sort(dim=-1, descending=True).values.gather(-1, m.clamp(max=scaled.shape[-1]) - 1)
+    return torch.softmax(scaled.masked_fill(scaled < mth, float("-inf")), dim=-1)
+
+
+def top_p_row_by_row(logits, p, temperature):
+    # Also right: a loop over the rows, in plain Python.
+    flat = (logits / temperature).reshape(-1, logits.shape[-1])
+    out = torch.zeros_like(flat)
+    for r, row in enumerate(flat):
+        probs = torch.softmax(row, dim=-1)
+        total, last = 0.0, None
+        for q in sorted(probs.tolist(), reverse=True):
+            if total >= p:
+                break
+            total, last = total + q, q
+        keep = probs >= last
+        out[r] = torch.where(keep, probs, 0.0) / probs[keep].sum()
+    return out.reshape(logits.shape)
 
 
 def right_step(query, key, value, k_cache, v_cache):
@@ -51,13 +71,17 @@ def right_step(query, key, value, k_cache, v_cache):
     return weights @ values, keys, values
 
 
-KV_CACHE_BYTES = 603_979_776  # 12 layers, 12 heads of 64, 1024 positions, 8 sequences, 4 bytes
+ROLLING_BYTES = 75_497_472  # 2 x 24 layers x 3 sequences x 4 key/value heads x 1024 positions x 64 x 2 bytes
+ROLLING_SLOT = 451  # position 2,499 mod 1,024
 
 RIGHT = {
     "sampling_probs": [right_probs, probs_then_renormalise],
-    "top_p_logits": [right_top_p, top_p_shift_right],
+    "top_p_probs": [right_top_p_probs, top_p_by_count, top_p_row_by_row],
     "cached_attention_step": [right_step],
-    "kv_cache_memory": [given(KV_CACHE_BYTES), given(2 * 12 * 8 * 12 * 1024 * 64 * 4.0)],
+    "rolling_kv_cache": [
+        given(ROLLING_BYTES, ROLLING_SLOT),
+        given(2 * 24 * 3 * 4 * min(2500, 1024) * 64 * 2.0, 2499 % 1024),
+    ],
 }
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -93,31 +117,89 @@ def _heated_numerator(logits, temperature, top_k):
     return torch.exp(kept / temperature) / torch.exp(kept).sum(-1, keepdim=True)
 
 
-def _nucleus(logits, p, descending=True, total_from=1, keep_top=True, fill=float("-inf")):
-    # total_from=1 compares the mass before each token with p (right), 0 the mass including it.
-    probs, order = torch.softmax(logits, -1).sort(-1, descending=descending)
-    drop = (probs.cumsum(-1) - total_from * probs) >= p
+def _nucleus(logits, p, temperature, descending=True, before=True, keep_top=True, ties=True):
+    # before=True compares the mass ranked above each token with p (right), False the mass including it.
+    scaled = logits / temperature
+    probs = torch.softmax(scaled, dim=-1)
+    ranked = probs.sort(dim=-1, descending=descending).values
+    drop = ranked.cumsum(dim=-1) - before * ranked >= p
     if keep_top:
         drop[..., 0] = False
-    return logits.masked_fill(drop.scatter(-1, order, drop), fill)
+    kept_values = ranked.masked_fill(drop, float("inf") if descending else float("-inf"))
+    last = kept_values.amin(-1, keepdim=True) if descending else kept_values.amax(-1, keepdim=True)
+    keep = probs >= last if descending else probs <= last
+    return scaled.masked_fill(~keep, float("-inf"))  # the kept tempered logits, the others -inf
 
 
-def _late(logits, p):
-    probs, order = torch.softmax(logits, -1).sort(-1, descending=True)
+def _probs(logits, p, temperature, **slip):
+    return torch.softmax(_nucleus(logits, p, temperature, **slip), dim=-1)
+
+
+def _heated_after(logits, p, temperature):
+    # The nucleus of softmax(logits), at temperature 1; the temperature only afterwards.
+    kept = _nucleus(logits, p, 1.0).isfinite()
+    return torch.softmax((logits / temperature).masked_fill(~kept, float("-inf")), dim=-1)
+
+
+def _late(logits, p, temperature):
+    scaled = logits / temperature
+    probs, order = torch.softmax(scaled, -1).sort(-1, descending=True)
     drop = probs.cumsum(-1) - probs >= p
     drop = torch.cat([torch.zeros_like(drop[..., :1]), drop[..., :-1]], -1)  # one more token kept
-    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return torch.softmax(scaled.masked_fill(drop.scatter(-1, order, drop), float("-inf")), -1)
 
 
-def _shift_without_top(logits, p):
-    sorted_logits, order = logits.sort(-1, descending=True)
+def _shift_without_top(logits, p, temperature):
+    scaled = logits / temperature
+    sorted_logits, order = scaled.sort(-1, descending=True)
     drop = sorted_logits.softmax(-1).cumsum(-1) > p
     drop[..., 1:] = drop[..., :-1].clone()  # forgot drop[..., 0] = False
-    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return torch.softmax(scaled.masked_fill(drop.scatter(-1, order, drop), float("-inf")), -1)
 
 
-def _columns(logits, p):
-    return right_top_p(logits.T, p).T if logits.dim() == 2 else right_top_p(logits, p)
+def _exact_nucleus(logits, p, temperature):
+    # The smallest set by position: of the tokens tied with the last one, only those sorted first.
+    scaled = logits / temperature
+    probs, order = torch.softmax(scaled, -1).sort(-1, descending=True)
+    drop = probs.cumsum(-1) - probs >= p
+    return torch.softmax(scaled.masked_fill(drop.scatter(-1, order, drop), float("-inf")), -1)
+
+
+def _stable_first(logits, p, temperature):
+    # The same with a stable sort: ties broken by position in the vocabulary.
+    scaled = logits / temperature
+    order = scaled.argsort(dim=-1, descending=True, stable=True)
+    probs = torch.softmax(scaled, -1).gather(-1, order)
+    drop = probs.cumsum(-1) - probs >= p
+    return torch.softmax(scaled.masked_fill(drop.scatter(-1, order, drop), float("-inf")), -1)
+
+
+def _not_renormalised(logits, p, temperature):
+    return torch.softmax(logits / temperature, -1) * _nucleus(logits, p, temperature).isfinite()
+
+
+def _zero_filled(logits, p, temperature):
+    kept = _nucleus(logits, p, temperature)
+    return torch.softmax(torch.where(kept.isfinite(), kept, 0.0), -1)
+
+
+def _columns(logits, p, temperature):
+    if logits.dim() == 1:
+        return right_top_p_probs(logits, p, temperature)
+    return right_top_p_probs(logits.transpose(0, -1), p, temperature).transpose(0, -1)
+
+
+def _p_one_untempered(logits, p, temperature):
+    # A shortcut for p = 1 that forgot the temperature.
+    if p >= 1:
+        return torch.softmax(logits, dim=-1)
+    return right_top_p_probs(logits, p, temperature)
+
+
+def _heated_numerator_top_p(logits, p, temperature):
+    # The kept tokens' exp(z / T), divided by a sum taken at temperature 1.
+    kept = _nucleus(logits, p, temperature) * temperature  # the kept logits, the others -inf
+    return torch.exp(kept / temperature) / torch.exp(kept).sum(-1, keepdim=True)
 
 
 def _scores(q, keys):
@@ -149,14 +231,23 @@ WRONG = {
         (_first_k_sorted, "keeps exactly k tokens; the text says keep ties with the k-th"),
         (_heated_numerator, "does not sum to 1 along the last axis"),
     ],
-    "top_p_logits": [
-        (lambda x, p: _nucleus(x, p, descending=False), "descending=True"),
-        (lambda x, p: _nucleus(x, p, total_from=0), "one token too early"),
+    "top_p_probs": [
+        (_heated_after, "apply the temperature FIRST"),
+        (lambda x, p, t: _probs(x, p, 1 / t), "you multiplied"),  # x / (1 / t) = x * t
+        (lambda x, p, t: _probs(x, p, 1.0), "the temperature was ignored"),
+        (_p_one_untempered, "the temperature was ignored"),
+        (lambda x, p, t: _probs(x, p, t, descending=False), "descending=True"),
+        (lambda x, p, t: _probs(x, p, t, before=False), "one token too early"),
         (_late, "one token too many"),
         (_shift_without_top, "must still be kept"),
-        (lambda x, p: _nucleus(x, p, fill=0.0), "float('-inf')"),
+        (_not_renormalised, "you only zeroed the others"),
+        (_zero_filled, "float('-inf')"),
         (_columns, "the last axis (dim=-1), not dim=0"),
-        (lambda x, p: torch.softmax(right_top_p(x, p), -1), "not probabilities"),
+        (lambda x, p, t: _nucleus(x, p, t), "not the filtered logits"),
+        (lambda x, p, t: right_top_p_probs(x / t, p, t), "applied the temperature twice"),
+        (_exact_nucleus, "drops tokens tied with the last one kept"),
+        (_stable_first, "drops tokens tied with the last one kept"),
+        (_heated_numerator_top_p, "does not sum to 1 along the last axis"),
     ],
     "cached_attention_step": [
         (
@@ -201,24 +292,43 @@ WRONG = {
             "not over the single query",
         ),
     ],
-    "kv_cache_memory": [
-        (given(KV_CACHE_BYTES // 2), "a key AND a value"),
-        (given(KV_CACHE_BYTES // 4), "count bytes, not numbers"),
-        (given(KV_CACHE_BYTES // 12), "a factor 12 is missing"),
-        (given(KV_CACHE_BYTES // 8), "each of the 8 sequences"),
-        (given(KV_CACHE_BYTES * 12), "H x Dh = D, not H x D"),
-        (given(KV_CACHE_BYTES * 8), "not bits"),
-        (given(576), "MiB"),
-        (given(603.98), "MB"),
-        (given(0.5625), "GiB"),
-        (given(12345), "multiply what one cached position costs"),
+    "rolling_kv_cache": [
+        (given(2 * 24 * 3 * 24 * 2500 * 64 * 2, ROLLING_SLOT), "that is section 5's cache"),
+        (given(ROLLING_BYTES * 6, ROLLING_SLOT), "not the H = 24 query heads"),
+        (given(2 * 24 * 3 * 4 * 1024 * 1536 * 2, ROLLING_SLOT), "not G x D"),
+        (given(2 * 24 * 3 * 4 * 2500 * 64 * 2, ROLLING_SLOT), "the rolling buffer keeps only the last W"),
+        (given(2 * 24 * 3 * 4 * 2000 * 64 * 2, ROLLING_SLOT), "the rolling buffer keeps only the last W"),
+        (given(2 * 24 * 3 * 4 * 1025 * 64 * 2, ROLLING_SLOT), "not W + 1"),
+        (given(24 * 3 * 4 * 1024 * 64 * 2, ROLLING_SLOT), "a key AND a value"),
+        (given(ROLLING_BYTES * 2, ROLLING_SLOT), "not 4 (that is float32)"),
+        (given(ROLLING_BYTES // 24, ROLLING_SLOT), "x 24 layers"),
+        (given(ROLLING_BYTES // 3, ROLLING_SLOT), "each of the 3 sequences"),
+        (given(ROLLING_BYTES * 8, ROLLING_SLOT), "not bits"),
+        (given(72, ROLLING_SLOT), "MiB"),
+        (given(75.5, ROLLING_SLOT), "MB"),
+        (given(0.0703125, ROLLING_SLOT), "GiB"),
+        (given(12345, ROLLING_SLOT), "multiply what one cached position costs"),
+        (given(ROLLING_BYTES, 2500 % 1024), "positions count from 0"),
+        (given(ROLLING_BYTES, 2499), "position i goes to slot i mod W"),
+        (given(ROLLING_BYTES, 2499 % 1025), "not W + 1: take the position mod"),
+        (given(ROLLING_BYTES, 1999 % 1024), "the prompt is cached too"),
+        (given(ROLLING_BYTES, 2499 - 1024), "is a position (the one whose key"),
+        (given(ROLLING_BYTES, 7), "position i is written into slot i mod W"),
     ],
 }
 
-TOLD = {"kv_cache_memory": [(given("576 MiB"), "fail", "expected a number", "str '576 MiB'")]}
+TOLD = {"rolling_kv_cache": [(given("72 MiB", ROLLING_SLOT), "fail", "expected a number", "str '72 MiB'")]}
 
 
 # ----------------------------------------------------------------------------- out of reach
+def _nucleus_by_top_k(logits, p, temperature):
+    # Count the nucleus, then let attnlib's top-k (which keeps ties with the k-th) do the rest.
+    scaled = logits / temperature
+    ranked = torch.softmax(scaled, dim=-1).sort(dim=-1, descending=True).values
+    m = int(((ranked.cumsum(dim=-1) - ranked) < p).sum(dim=-1).max())
+    return torch.softmax(attnlib.top_k_logits(scaled, m), dim=-1)
+
+
 def _cache_by_library(query, key, value, k_cache, v_cache):
     cache = attnlib.KVCache(1)
     cache.append(0, k_cache, v_cache)
@@ -236,13 +346,14 @@ OUT_OF_REACH = {
             "calls attnlib's own `top_k_logits`",
         ),
     ],
-    "top_p_logits": [
+    "top_p_probs": [
         (attnlib.top_p_logits, "hands back attnlib's own `top_p_logits`"),
-        (lambda x, p: top_p_logits(x, p), "calls attnlib's own `top_p_logits`"),
-        (  # through the sampler that calls it
-            lambda x, p: x.masked_fill(attnlib.next_token_probs(x, top_p=p) == 0, float("-inf")),
+        (
+            lambda x, p, t: torch.softmax(attnlib.top_p_logits(x / t, p), dim=-1),
             "calls attnlib's own `top_p_logits`",
         ),
+        (lambda x, p, t: attnlib.next_token_probs(x, t, top_p=p), "calls attnlib's own `next_token_probs`"),
+        (_nucleus_by_top_k, "calls attnlib's own `top_k_logits`"),
     ],
     "cached_attention_step": [(_cache_by_library, "calls attnlib's own `KVCache.append`")],
 }
@@ -251,9 +362,9 @@ OUT_OF_REACH = {
 
 NOT_YET = {
     "sampling_probs": [stub],
-    "top_p_logits": [stub],
+    "top_p_probs": [stub],
     "cached_attention_step": [stub],
-    "kv_cache_memory": [given(...)],
+    "rolling_kv_cache": [given(..., ...), given(ROLLING_BYTES, ...)],
 }
 _RAISED = (crashes, "AttributeError", "no_such_attribute")
-CRASHES = {"sampling_probs": [_RAISED], "top_p_logits": [_RAISED], "cached_attention_step": [_RAISED]}
+CRASHES = {"sampling_probs": [_RAISED], "top_p_probs": [_RAISED], "cached_attention_step": [_RAISED]}

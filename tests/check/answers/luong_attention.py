@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 import attnlib
-from attnlib.check.luong_attention import _luong_step
+from attnlib.check.luong_attention import LOCAL_P_CONFIG, _concat, _luong_decode
 from tests.check.answers import given
 from tests.check.verdicts import crashes, stub
 
 # ----------------------------------------------------------------------------- right answers
 
 
-def right_general(query, keys, w_a):
-    return query @ w_a @ keys.transpose(1, 2)  # (B, Tq, H) @ (H, H) @ (B, H, Ts) -> (B, Tq, Ts)
+def right_concat(query, keys, w_a, b_a, v_a):
+    h = query.shape[-1]
+    q = query @ w_a[:, :h].T + b_a  # (B, Tq, H) @ (H, A) -> (B, Tq, A): the bias on the queries' half
+    k = keys @ w_a[:, h:].T  # (B, Ts, H) @ (H, A) -> (B, Ts, A): once for every step
+    return torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v_a  # (B, Tq, Ts, A) @ (A,) -> (B, Tq, Ts)
+
+
+def right_concat_linear(query, keys, w_a, b_a, v_a):
+    """Also right: nn.functional.linear on each half, einsum for v_a."""
+    w_q, w_k = w_a.chunk(2, dim=1)  # (A, H) each: the columns that meet h_t, then those that meet h̄_s
+    energy = torch.tanh(F.linear(query, w_q)[:, :, None] + F.linear(keys, w_k, b_a)[:, None])
+    return torch.einsum("bqsa,a->bqs", energy, v_a)
 
 
 def right_location(query, w_a, mask):
@@ -29,26 +40,47 @@ def right_local_m(scores, mask, half_window, step):
     return weights.nan_to_num(0.0)  # a window wholly on padding: zero weights, not NaN
 
 
-def good_luong_step(decoder, x, hidden, cell, encoder_outputs, mask, feed):
-    """A step written from the equations."""
-    rnn_input = torch.cat((decoder.embedding(x), feed), dim=1)  # (B, 2H)
-    outputs, (hidden, cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
-    h_t = outputs.squeeze(1)
-    scores = decoder.attention.score(outputs, encoder_outputs).squeeze(1)  # (B, Ts)
-    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    context = (weights.unsqueeze(-1) * encoder_outputs).sum(dim=1)  # (B, H)
-    attentional = torch.tanh(decoder.W_c(torch.cat((context, h_t), dim=1)))
-    return decoder.fc(attentional), hidden, cell, attentional
+def good_luong_decode(decoder, targets, hidden, cell, encoder_outputs, mask):
+    """The steps written from the equations, h~ fed from one step into the next."""
+    feed = encoder_outputs.new_zeros(targets.shape[0], decoder.hidden_size)  # h~_{-1} = 0: (B, H)
+    logits = []
+    for t in range(targets.shape[1]):
+        rnn_input = torch.cat((decoder.embedding(targets[:, t]), feed), dim=1)  # (B, 2H)
+        outputs, (hidden, cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
+        scores = decoder.attention.score(outputs, encoder_outputs)  # (B, 1, Ts): the NEW state asks
+        weights = torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
+        context = (weights @ encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
+        feed = torch.tanh(decoder.W_c(torch.cat((context, outputs.squeeze(1)), dim=1)))  # h~_t: (B, H)
+        logits.append(decoder.fc(feed))  # (B, V)
+    return torch.stack(logits, dim=1)  # (B, T, V)
 
 
-CONCAT = 2 * 64 * 64 + 64 + 64  # the concat scorer's parameters: nn.Linear(2H, H) with bias, and v
+def decode_with_masked_softmax(decoder, targets, hidden, cell, encoder_outputs, mask):
+    """Also right: attnlib.masked_softmax (notebook 03), the feed kept as (B, 1, H)."""
+    feed = encoder_outputs.new_zeros(targets.shape[0], 1, decoder.hidden_size)  # (B, 1, H)
+    embedded = decoder.embedding(targets)  # (B, T, H)
+    logits = []
+    for t in range(targets.shape[1]):
+        outputs, (hidden, cell) = decoder.rnn(
+            torch.cat((embedded[:, t : t + 1], feed), dim=2), (hidden, cell)
+        )
+        weights = attnlib.masked_softmax(
+            decoder.attention.score(hidden[-1:].transpose(0, 1), encoder_outputs), mask[:, None, :]
+        )  # (B, 1, Ts)
+        feed = torch.tanh(decoder.W_c(torch.cat((weights @ encoder_outputs, outputs), dim=2)))  # (B, 1, H)
+        logits.append(decoder.fc(feed))  # (B, 1, V)
+    return torch.cat(logits, dim=1)  # (B, T, V)
+
+
+H_P = LOCAL_P_CONFIG["hidden_size"]
+LOCAL_P = H_P * H_P + H_P + 2 * H_P * H_P + H_P + H_P  # W_p, v_p; concat's nn.Linear(2H, H) with bias, v
 
 RIGHT = {
-    "general_scores": [right_general],
+    "concat_scores": [right_concat, right_concat_linear],
     "location_weights": [right_location],
     "local_m_weights": [right_local_m],
-    "luong_step": [good_luong_step],
-    "scorer_parameters": [given(["dot", "scaled_dot"], CONCAT), given(("Scaled_dot", "dot"), float(CONCAT))],
+    "luong_decode": [good_luong_decode, decode_with_masked_softmax],
+    "local_p_parameters": [given(LOCAL_P), given(float(LOCAL_P))],
 }
 
 # ----------------------------------------------------------------------------- typical mistakes
@@ -71,23 +103,38 @@ def local_m(scores, mask, d, step, *, strict=False, after=False, pad=True, gauss
     return weights
 
 
-def luong_slip(**knobs):
-    """The reference step with one of its knobs turned to a typical mistake."""
-    return lambda *a: _luong_step(*a, **knobs)
+def concat_slip(**knobs):
+    """The concat score with one of its knobs turned to a typical mistake."""
+    return lambda *a: _concat(*a, **knobs)
 
 
-def stale_cell(d, x, h, c, enc, m, f):
-    logits, hidden, _, attentional = _luong_step(d, x, h, c, enc, m, f)
-    return logits, hidden, c, attentional
+def decode_slip(**knobs):
+    """The reference decoding with one of its knobs turned to a typical mistake."""
+    return lambda *a: _luong_decode(*a, **knobs)
+
+
+def concat_keys_first(query, keys, w_a, b_a, v_a):
+    """The halves swapped: the first H columns taken for the keys'."""
+    h = query.shape[-1]
+    return torch.tanh((query @ w_a[:, h:].T)[:, :, None] + (keys @ w_a[:, :h].T + b_a)[:, None]) @ v_a
+
+
+def concat_no_tanh(query, keys, w_a, b_a, v_a):
+    h = query.shape[-1]
+    return ((query @ w_a[:, :h].T)[:, :, None] + (keys @ w_a[:, h:].T + b_a)[:, None]) @ v_a
 
 
 WRONG = {
-    "general_scores": [
-        (lambda q, k, w: q @ w.T @ k.transpose(1, 2), "W_a is transposed"),
-        (lambda q, k, w: q @ k.transpose(1, 2), "*dot* score"),
-        (lambda q, k, w: right_general(q, k, w) / q.shape[-1] ** 0.5, "no 1/sqrt(H)"),
-        (lambda q, k, w: torch.softmax(right_general(q, k, w), -1), "before the softmax"),
-        (lambda q, k, w: k @ w.T @ q.transpose(1, 2), "not its transpose"),
+    "concat_scores": [
+        (concat_keys_first, "You swapped the halves"),
+        (concat_slip(bias="twice"), "not on both"),
+        (concat_slip(bias="none"), "nn.Linear(2H, A) has a bias"),
+        (concat_slip(transpose=False), "`query @ w_a[:, :H].T`"),
+        (concat_no_tanh, "the tanh is missing"),
+        (concat_slip(tanh="outside"), "not tanh(v_aᵀ ...)"),
+        (concat_slip(pairs=False), "each query must meet every key"),
+        (lambda *a: right_concat(*a).transpose(1, 2), "not its transpose"),
+        (lambda *a: torch.softmax(right_concat(*a), dim=-1), "before the softmax"),
     ],
     "location_weights": [
         (lambda q, w, m: torch.softmax(q @ w.T, dim=-1), "use the FIRST Ts rows"),
@@ -123,48 +170,54 @@ WRONG = {
             "does not sum to 1 along the last axis",
         ),
     ],
-    "luong_step": [
-        (luong_slip(new_query=False), "Bahdanau's order"),
-        (luong_slip(feeding=False), "`feed`"),
-        (luong_slip(context_first=False), "context first"),
-        (luong_slip(squash=False), "tanh is missing"),
-        (luong_slip(from_attentional=False), "never reaches the logits"),
-        (luong_slip(layer=0), "TOP layer"),
-        # unmasked padding and stale states
-        (lambda d, x, h, c, enc, m, f: _luong_step(d, x, h, c, enc, None, f), "padding gets weight"),
-        (
-            lambda d, x, h, c, enc, m, f: (*_luong_step(d, x, h, c, enc, m, f)[:3], f),
-            "not the `feed` that came in",
-        ),
-        (stale_cell, "NEW cell state"),
+    "luong_decode": [
+        (decode_slip(feed_with="zeros"), "yours stays at zero"),
+        (decode_slip(feed_with="state"), "not the LSTM's own state h_t"),
+        (decode_slip(feed_with="context"), "not the context c_t"),
+        (decode_slip(first_feed="state"), "start from zeros"),
+        (decode_slip(carry_state=False), "carry the LSTM's NEW (hidden, cell)"),
+        (decode_slip(new_query=False), "Bahdanau's order"),
+        (decode_slip(context_first=False), "context first"),
+        (decode_slip(squash=False), "the tanh is missing"),
+        (decode_slip(from_attentional=False), "never reaches the logits"),
+        (decode_slip(masked=False), "the padding gets weight"),
+        (decode_slip(layer=0), "TOP layer"),
+        (decode_slip(stack_dim=0), "batch first"),
     ],
-    "scorer_parameters": [  # (the scorers without parameters, the concat scorer's count)
-        (given(["dot"], CONCAT), "scaled_dot divides by sqrt(H)"),
-        (given(["dot", "scaled_dot", "general"], CONCAT), "general has its matrix W_a"),
-        (given(["dot", "scaled_dot", "local-m"], CONCAT), "local-m restricts a *general* scorer"),
-        (given(["dot", "scaled_dot", "local-p"], CONCAT), "W_p and v_p"),
-        (given(["dot", "scaled_dot", "concat"], CONCAT), "concat (Bahdanau's additive score) has W, b and v"),
-        (given(["dot", "additive"], CONCAT), "unknown name"),
-        (given("dot", CONCAT), "answer with a list of names"),
-        (
-            given(["dot", "scaled_dot"], CONCAT - 64),
-            "has both the bias b of nn.Linear(2H, H) and the vector v",
-        ),
-        (given(["dot", "scaled_dot"], 2 * 64 * 64), "has a bias b"),
-        (given(["dot", "scaled_dot"], 64 * 64 + 2 * 64), "2H inputs"),
-        (given(["dot", "scaled_dot"], 4 * 64 * 64), "not 2H x 2H"),
-        (given(["dot", "scaled_dot"], 1234), "nn.Linear(2H, H)"),
+    "local_p_parameters": [
+        (given(H_P * H_P + H_P), "also holds the scorer it uses inside its window"),
+        (given(LOCAL_P - H_P * H_P), "has a matrix W_p before v_p"),
+        (given(LOCAL_P - H_P), "one vector of H numbers is missing"),
+        (given(LOCAL_P + H_P), "neither W_p nor v_p has a bias"),
+        (given(H_P * H_P + H_P + H_P * H_P), "a general scorer's H x H, or concat's nn.Linear(2H, H) alone"),
+        (given(2 * H_P * H_P + H_P), "a general scorer's H x H, or concat's nn.Linear(2H, H) alone"),
+        (given(LOCAL_P - H_P + H_P * H_P), "v_p is a vector"),
+        (given(LOCAL_P + 2 * LOCAL_P_CONFIG["half_window"] + 1), "neither D nor sigma = D/2 is a parameter"),
+        (given(LOCAL_P + 1), "sigma = D/2 is a fixed number"),
+        (given(1234), "count every learned tensor"),
     ],
 }
 
 
 # ----------------------------------------------------------------------------- out of reach
-def _general_by_scorer(query, keys, w_a):
+def _concat_by_scorer(query, keys, w_a, b_a, v_a):
+    """attnlib's concat scorer with the weights copied in (its width A is H, as in case 1)."""
     with torch.random.fork_rng(devices=[]):  # its random init is overwritten
-        scorer = attnlib.AttentionGeneral(w_a.shape[0])
+        scorer = attnlib.AttentionParams(query.shape[-1])
     with torch.no_grad():
-        scorer.W_a.weight.copy_(w_a)
+        scorer.attn.weight.copy_(w_a)
+        scorer.attn.bias.copy_(b_a)
+        scorer.v.copy_(v_a)
     return scorer.score(query, keys)
+
+
+def _concat_by_pairs(query, keys, w_a, b_a, v_a):
+    """Every pair concatenated, as section 1 does: torch.cat, which the exercise forbids."""
+    tq, ts = query.shape[1], keys.shape[1]
+    pairs = torch.cat(
+        (query[:, :, None].expand(-1, -1, ts, -1), keys[:, None].expand(-1, tq, -1, -1)), dim=-1
+    )
+    return torch.tanh(pairs @ w_a.T + b_a) @ v_a
 
 
 def _local_m_by_module(scores, mask, half_window, step):
@@ -173,11 +226,17 @@ def _local_m_by_module(scores, mask, half_window, step):
 
 
 OUT_OF_REACH = {
-    "general_scores": [(_general_by_scorer, "calls attnlib's own `AttentionGeneral.score`")],
+    "concat_scores": [
+        (_concat_by_scorer, "calls attnlib's own `AttentionParams.score`"),
+        (_concat_by_pairs, "calls `torch.cat`"),
+    ],
     "local_m_weights": [(_local_m_by_module, "calls attnlib's own `LocalAttention.attend`")],
-    "luong_step": [
-        (
-            lambda d, x, h, c, enc, m, feed: d(x, h, c, enc, m, feed),
+    "luong_decode": [
+        (lambda d, y, h, c, enc, m: d(y, h, c, enc, m)[0], "calls attnlib's own `LuongDecoder.forward`"),
+        (  # the module one step at a time
+            lambda d, y, h, c, enc, m: torch.stack(
+                [d(y[:, t], h, c, enc, m, step=t)[0] for t in range(y.shape[1])], dim=1
+            ),
             "calls attnlib's own `LuongDecoder.forward`",
         ),
     ],
@@ -186,16 +245,16 @@ OUT_OF_REACH = {
 # ----------------------------------------------------------------------------- not yet / crashes
 
 NOT_YET = {
-    "general_scores": [stub],
+    "concat_scores": [stub],
     "location_weights": [stub],
     "local_m_weights": [stub],
-    "luong_step": [stub],
-    "scorer_parameters": [given(..., CONCAT)],
+    "luong_decode": [stub],
+    "local_p_parameters": [given(...)],
 }
 _RAISED = (crashes, "raised AttributeError", "args[0].no_such_attribute")
 CRASHES = {
-    "general_scores": [_RAISED],
+    "concat_scores": [_RAISED],
     "location_weights": [_RAISED],
     "local_m_weights": [_RAISED],
-    "luong_step": [(crashes, "no_such_attribute")],
+    "luong_decode": [(crashes, "no_such_attribute")],
 }

@@ -45,8 +45,9 @@ def right_score_matrices(qkv_weight, num_heads):
     return w[0].transpose(1, 2) @ w[1] / w.shape[2] ** 0.5  # (H, Din, Dh) @ (H, Dh, Din) -> (H, Din, Din)
 
 
-D_IN, D = 256, 512
-MHA_PARAMETERS = 3 * D_IN * D + D * D + D  # W_query, W_key, W_value without bias; out_proj with bias
+D_IN, D, HEADS, DH = 96, 128, 8, 16  # exercise 5.4: d_in != d_out, 8 heads of 16, qkv_bias=True
+MHA_PARAMETERS = 3 * (D_IN * D + D) + D * D + D  # W_query, W_key, W_value with biases; out_proj with its bias
+WRAPPER_PARAMETERS = HEADS * 3 * (D_IN * DH + DH)  # 8 CausalAttention heads, 3 biased projections each
 
 
 class MyMultiHeadAttention(nn.Module):
@@ -87,8 +88,10 @@ class MyMultiHeadAttention(nn.Module):
             "none": torch.zeros(t, t, dtype=torch.bool),
         }[self.hide]
         scores = scores.masked_fill(hidden, -torch.inf)
-        scale = {"head": dh**0.5, "d_out": (h * dh) ** 0.5, "none": 1.0}[self.scale]
+        scale = {"head": dh**0.5, "d_out": (h * dh) ** 0.5, "none": 1.0, "after": 1.0}[self.scale]
         weights = torch.softmax(scores / scale, dim=self.softmax_dim)
+        if self.scale == "after":  # the weights scaled, not the scores
+            weights = weights / dh**0.5
         context = self._dropped(weights) @ v  # (B, H, T, T) @ (B, H, T, Dh) -> (B, H, T, Dh)
         if self.merge == "transpose":
             context = context.transpose(1, 2)  # (B, T, H, Dh)
@@ -146,7 +149,10 @@ RIGHT = {
     "head_qkv_rows": [right_head_rows],
     "fuse_heads": [right_fuse_heads],
     "head_score_matrices": [right_score_matrices],
-    "mha_parameters": [given(MHA_PARAMETERS), given(float(MHA_PARAMETERS))],
+    "mha_parameters": [
+        given(MHA_PARAMETERS, WRAPPER_PARAMETERS),
+        given(float(MHA_PARAMETERS), 3 * (D_IN * D + D)),  # the wrapper: the same q, k, v numbers
+    ],
     "multihead_module": [
         MyMultiHeadAttention,
         type("FunctionalDropout", (MyMultiHeadAttention,), {"drop": "functional"}),
@@ -214,15 +220,22 @@ WRONG = {
         (lambda w, h: _scored(w, h, rows="head"), "not head by head"),
         (lambda w, h: _scored(w, h, second=2), "the value rows (role 2)"),
     ],
-    "mha_parameters": [
-        (given(3 * D_IN * D), "do not forget out_proj"),
-        (given(3 * D_IN * D + D * D), "out_proj has a bias"),
-        (given(MHA_PARAMETERS + 3 * D), "qkv_bias=False"),
-        (given(MHA_PARAMETERS + 128 * 128), "a buffer, not a parameter"),
-        (given(8 * MHA_PARAMETERS), "add no parameters"),
-        (given(4 * D * D + D), "map d_in=256 inputs"),
-        (given(3 * D_IN * 64 + D * D + D), "not to one head's 64"),
-        (given(12345), "count each nn.Linear"),
+    "mha_parameters": [  # (MultiHeadAttention's count, the wrapper's count)
+        (given(MHA_PARAMETERS - 3 * D, WRAPPER_PARAMETERS), "each have a bias of d_out numbers"),
+        (given(3 * (D_IN * D + D), WRAPPER_PARAMETERS), "do not forget out_proj"),
+        (given(4 * (D_IN * D_IN + D_IN), WRAPPER_PARAMETERS), "not d_in="),  # d_in taken for every width
+        (given(MHA_PARAMETERS - D, WRAPPER_PARAMETERS), "out_proj has its own bias"),
+        (given(4 * (D * D + D), WRAPPER_PARAMETERS), "map d_in=96 inputs"),
+        (given(3 * (D_IN * DH + DH) + D * D + D, WRAPPER_PARAMETERS), "not to one head's 16"),
+        (given(HEADS * MHA_PARAMETERS, WRAPPER_PARAMETERS), "add no parameters"),
+        (given(MHA_PARAMETERS + 64 * 64, WRAPPER_PARAMETERS), "a buffer, not a parameter"),
+        (given(MHA_PARAMETERS, 3 * (D_IN * DH + DH)), "count one head, then multiply by the heads"),
+        (given(MHA_PARAMETERS, 8 * 3 * (D_IN * 2 + 2)), "ONE head's width, not split 8 ways"),  # 8 heads of 2
+        (given(MHA_PARAMETERS, MHA_PARAMETERS), "the wrapper has no out_proj"),
+        (given(MHA_PARAMETERS, HEADS * 3 * D_IN * DH), "every head's W_query, W_key and W_value has a bias"),
+        (given(MHA_PARAMETERS, HEADS * 3 * (D_IN * D + D)), "d_out is the width of ONE head"),
+        (given(12345, WRAPPER_PARAMETERS), "count each nn.Linear"),
+        (given(MHA_PARAMETERS, 12345), "count each nn.Linear"),
     ],
     "multihead_module": [
         (slip(split="view", merge="reshape"), "viewing the projections straight to (B, H, T, Dh)"),
@@ -230,6 +243,7 @@ WRONG = {
         (slip(merge="reshape"), "transpose(1, 2) back to (B, T, H, Dh) first"),
         (slip(scale="none"), "you did not scale them"),
         (slip(scale="d_out"), "not by sqrt(d_out)"),
+        (slip(scale="after"), "scale the scores before softmax, not the weights after it"),
         (slip(hide="none"), "the causal mask is missing"),
         (slip(hide="diagonal"), "hides the diagonal too"),
         (slip(hide="inverted"), "the wrong way round"),
@@ -324,7 +338,7 @@ TOLD = {
         (OwnNames, "fail", *_PARAMETERS, "it needs these names"),
         # mask and dropout slips are diagnosed
         (slip(hide="uncut"), "error", "T shorter than context_length"),
-        (DropoutInEval, "fail", "dropout is still active"),
+        (DropoutInEval, "fail", "dropout is still active", "use nn.Dropout modules"),
         (NoDropout, "fail", "all 7 cases pass", "dropout is missing"),
         # bad input is explained in words
         (MyMultiHeadAttention(3, 4, 6, 0.0, 2), "fail", "pass the class itself"),
@@ -403,7 +417,7 @@ NOT_YET = {
     "head_qkv_rows": [stub],
     "fuse_heads": [stub],
     "head_score_matrices": [stub],
-    "mha_parameters": [given(...)],
+    "mha_parameters": [given(..., WRAPPER_PARAMETERS), given(MHA_PARAMETERS, ...)],
     "multihead_module": [_stubbed(MyMultiHeadAttention), ForwardStub],
 }
 _RAISED = (broken, "your code raised RuntimeError", "torch.stack(list(x)).view(-1, 7, 11)")

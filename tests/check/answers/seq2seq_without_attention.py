@@ -33,7 +33,7 @@ H, LAYERS = 32, 3
 CONTEXT_SIZE = 2 * LAYERS * H  # hidden and cell, (L, B, H) each, directions summed
 
 RIGHT = {
-    "pad_batch": [right_pad, right_pad_torch],
+    "pad_batch": [right_pad],
     "reverse_source": [right_reverse],
     "context_size": [given(CONTEXT_SIZE, CONTEXT_SIZE), given(float(CONTEXT_SIZE), CONTEXT_SIZE)],
 }
@@ -74,6 +74,7 @@ OUT_OF_REACH = {
     "pad_batch": [
         (pad_sequences, "hands back attnlib's own `pad_sequences`"),
         (lambda seqs, pad_id: pad_sequences(seqs, pad_id), "calls attnlib's own `pad_sequences`"),
+        (right_pad_torch, "calls `nn.utils.rnn.pad_sequence`"),
     ],
 }
 

@@ -178,6 +178,10 @@ OUT_OF_REACH = {
         (lambda lo, g, p: nn.CrossEntropyLoss(ignore_index=p)(lo.transpose(1, 2), g), CROSS_ENTROPY),
         (lambda lo, g, p: attnlib.sequence_loss(lo, g, p), "calls attnlib's own `sequence_loss`"),
         (attnlib.training.sequence_loss, "hands back attnlib's own `sequence_loss`"),
+        (
+            lambda lo, g, p: F.nll_loss(torch.log_softmax(lo, -1).flatten(0, 1), g.flatten(), ignore_index=p),
+            "calls `F.nll_loss`",
+        ),
     ],
     "adam_steps": [
         (_by_adam, "calls `torch.optim.Adam`"),

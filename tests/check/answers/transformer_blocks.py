@@ -53,40 +53,67 @@ def torch_rms(x, gain, eps):
         return norm(x)
 
 
-def right_cross_mask(src, tgt, pad_id):
-    real_keys = (src != pad_id)[:, None, None, :]  # (B, 1, 1, Ts): source token j is not padding
-    return real_keys.expand(-1, -1, tgt.shape[1], -1)  # (B, 1, Tt, Ts): the same row for every query
+def right_target_mask(lengths, max_len):
+    pos = torch.arange(max_len)
+    real_keys = pos[None, :] >= max_len - lengths[:, None]  # (B, Tt): the last n positions are real
+    causal = torch.ones(max_len, max_len, dtype=torch.bool).tril()  # (Tt, Tt): key j at or before query i
+    return real_keys[:, None, None, :] & causal  # (B, 1, Tt, Tt); a left pad's row is all False
 
 
-def right_cross_mask_by_ones(src, tgt, pad_id):
-    rows = torch.ones(tgt.shape[1], 1, dtype=torch.bool)  # (Tt, 1): every target query
-    return rows & (src != pad_id)[:, None, None, :]  # (Tt, 1) & (B, 1, 1, Ts) -> (B, 1, Tt, Ts)
+def right_target_mask_by_blocks(lengths, max_len):
+    """Notebook 03's building blocks, which stay in reach: the right-padded mask, flipped."""
+    right_padded = attnlib.length_mask(lengths, max_len)  # (B, 1, 1, Tt): True for the first n
+    return attnlib.combine_masks(right_padded.flip(-1), attnlib.causal_mask(max_len))
 
 
-class RightLayer(nn.Module):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+def right_target_mask_by_tokens(lengths, max_len):
+    """Token ids padded on the left, then padding & causal as in section 6."""
+    tokens = torch.stack(
+        [
+            torch.cat([torch.zeros(max_len - n, dtype=torch.long), torch.ones(n, dtype=torch.long)])
+            for n in lengths.tolist()
+        ]
+    )
+    return attnlib.combine_masks(attnlib.padding_mask(tokens, 0), attnlib.causal_mask(max_len))
+
+
+def mha(dim, n_heads, dropout, **kwargs):
+    kwargs = {"qkv_bias": True, "causal": False, **kwargs}
+    return attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, **kwargs)
+
+
+class RightStack(nn.Module):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
         super().__init__()
-        self.attention = attnlib.MultiHeadAttention(
-            dim, dim, 64, dropout, n_heads, qkv_bias=True, causal=False
+        self.attentions = nn.ModuleList(mha(dim, n_heads, dropout) for _ in range(n_layers))
+        self.attention_norms = nn.ModuleList(attnlib.LayerNorm(dim) for _ in range(n_layers))
+        self.feed_forwards = nn.ModuleList(
+            attnlib.FeedForward(dim, hidden_dim, dropout) for _ in range(n_layers)
         )
-        self.attention_norm = attnlib.LayerNorm(dim)
-        self.feed_forward = attnlib.FeedForward(dim, hidden_dim, dropout)
-        self.ffn_norm = attnlib.LayerNorm(dim)
+        self.ffn_norms = nn.ModuleList(attnlib.LayerNorm(dim) for _ in range(n_layers))
+        self.final_norm = attnlib.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, mask=None):
-        h = x + self.dropout(self.attention(self.attention_norm(x), mask=mask))
-        return h + self.dropout(self.feed_forward(self.ffn_norm(h)))
+        for i in range(len(self.attentions)):
+            x = pre(self, i, x, mask)
+        return self.final_norm(x)
 
 
-class OtherNamesLayer(nn.Module):
-    """Right, with PyTorch's LayerNorm, other names, another creation order and functional dropout."""
+def pre(s, i, h, mask):
+    """Layer i of RightStack, pre-LN, as it should be."""
+    h = h + s.dropout(s.attentions[i](s.attention_norms[i](h), mask=mask))
+    return h + s.dropout(s.feed_forwards[i](s.ffn_norms[i](h)))
 
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1, **unused):
+
+class Layer(nn.Module):
+    """One pre-LN layer, with PyTorch's LayerNorm, other names and functional dropout."""
+
+    def __init__(self, dim, n_heads, hidden_dim, dropout):
         super().__init__()
         self.norm_b, self.norm_a = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.mlp = attnlib.FeedForward(dim, hidden_dim, dropout)
-        self.mha = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, qkv_bias=True, causal=False)
+        self.mha = mha(dim, n_heads, dropout)
         self.p = dropout
 
     def forward(self, x, mask):
@@ -95,9 +122,18 @@ class OtherNamesLayer(nn.Module):
         return x + drop(self.mlp(self.norm_b(x)))
 
 
-class PreLNEncoderLayer(attnlib.EncoderLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout, norm_first=True)
+class OtherNamesStack(nn.Module):
+    """Right: a layer class of its own, the final norm created first, keywords."""
+
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1, **unused):
+        super().__init__()
+        self.out_norm = nn.LayerNorm(dim)
+        self.blocks = nn.ModuleList([Layer(dim, n_heads, hidden_dim, dropout) for _ in range(n_layers)])
+
+    def forward(self, x, mask):
+        for block in self.blocks:
+            x = block(x, mask=mask)
+        return self.out_norm(x)
 
 
 class RightDecoder(nn.Module):
@@ -141,8 +177,12 @@ class OtherNamesDecoder(nn.Module):
 RIGHT = {
     "shift_matrix": [right_shift, right_shift_by_permutation],
     "rms_norm": [right_rms],
-    "cross_attention_mask": [right_cross_mask, right_cross_mask_by_ones],
-    "encoder_layer": [RightLayer, OtherNamesLayer],
+    "left_padded_target_mask": [
+        right_target_mask,
+        right_target_mask_by_blocks,
+        right_target_mask_by_tokens,
+    ],
+    "pre_ln_encoder": [RightStack, OtherNamesStack],
     "decoder_layer": [RightDecoder, OtherNamesDecoder],
     "decoder_shuffle": [given("changed", "unchanged", 1), given(" Changed", "UNCHANGED ", 1.0)],
 }
@@ -171,80 +211,208 @@ def rms(x, gain, eps, *, centre=False, spread_around_mean=False, outside=False, 
     return gain * x_top / ((mean_square + eps).sqrt() if root else mean_square + eps)
 
 
-def slip(forward, **init):
-    """RightLayer with one typical slip in its forward (and optionally its attention's arguments)."""
+# 10.3: the target mask of left-padded sequences
+def _tril(t, k=0):
+    return torch.ones(t, t, dtype=torch.bool).tril(k)
 
-    class MyEncoderLayer(RightLayer):
-        def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-            super().__init__(dim, n_heads, hidden_dim, dropout)
+
+def _keys(n, t, first_real=None):
+    """(B, 1, 1, Tt): the real keys, the first of sequence b at first_real[b] (max_len - n)."""
+    first_real = t - n if first_real is None else first_real
+    return (torch.arange(t)[None, :] >= first_real[:, None])[:, None, None, :]
+
+
+def masked_out(n, t):
+    """The convention of torch.triu(..., diagonal=1): True = hide (the future, or a pad key)."""
+    return torch.ones(t, t, dtype=torch.bool).triu(1) | ~_keys(n, t)
+
+
+def as_if_right_padded(n, t):
+    return attnlib.combine_masks(attnlib.length_mask(n, t), attnlib.causal_mask(t))
+
+
+def pad_rows_opened(n, t, keys):
+    """A pad query's row opened (to itself, or to every key) so that no row is fully masked."""
+    pad_rows = torch.arange(t)[None, :] < (t - n)[:, None]  # (B, Tt)
+    return right_target_mask(n, t) | (pad_rows[:, None, :, None] & keys)
+
+
+# 10.4: a pre-LN encoder stack
+def stack_slip(forward, **init):
+    """RightStack with one typical slip in its forward (and optionally its attentions' arguments)."""
+
+    class MyPreLNEncoder(RightStack):
+        def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+            super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
             if init:
-                self.attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, **init)
+                self.attentions = nn.ModuleList(mha(dim, n_heads, dropout, **init) for _ in range(n_layers))
 
     if forward is not None:
-        MyEncoderLayer.forward = forward
-    return MyEncoderLayer
+        MyPreLNEncoder.forward = forward
+    return MyPreLNEncoder
 
 
-def att(layer, h, mask):
-    return layer.attention(h, mask=mask)
+def every_layer(inner):
+    """A stack whose every layer is ``inner(s, i, h, mask)``, then the final norm."""
+
+    def forward(s, x, mask=None):
+        for i in range(len(s.attentions)):
+            x = inner(s, i, x, mask)
+        return s.final_norm(x)
+
+    return forward
 
 
-def post_ln(self, x, mask=None):
-    h = self.attention_norm(x + self.dropout(att(self, x, mask)))
-    return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
+def att(s, i, h, mask):
+    return s.attentions[i](h, mask=mask)
 
 
-def normalised_residual(self, x, mask=None):
-    n = self.attention_norm(x)
-    h = n + att(self, n, mask)  # the residual adds norm(x), not x
-    n = self.ffn_norm(h)
-    return n + self.feed_forward(n)
+def ffn(s, i, h):
+    return s.feed_forwards[i](h)
 
 
-LAYER_SLIPS = [
+def an(s, i, h):
+    return s.attention_norms[i](h)
+
+
+def fn(s, i, h):
+    return s.ffn_norms[i](h)
+
+
+def post_ln(s, i, x, m):
+    h = an(s, i, x + att(s, i, x, m))
+    return fn(s, i, h + ffn(s, i, h))
+
+
+def normalised_residual(s, i, x, m):
+    n = an(s, i, x)
+    h = n + att(s, i, n, m)  # the residual adds norm(x), not x
+    n = fn(s, i, h)
+    return n + ffn(s, i, n)
+
+
+def no_final_norm(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = pre(s, i, x, mask)
+    return x
+
+
+def final_norm_after_each(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = s.final_norm(pre(s, i, x, mask))
+    return x
+
+
+def final_norm_first(s, x, mask=None):
+    x = s.final_norm(x)
+    for i in range(len(s.attentions)):
+        x = pre(s, i, x, mask)
+    return x
+
+
+def mask_to_the_first_layer(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = pre(s, i, x, mask if i == 0 else None)
+    return s.final_norm(x)
+
+
+def mask_to_the_last_layer(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = pre(s, i, x, mask if i == len(s.attentions) - 1 else None)
+    return s.final_norm(x)
+
+
+def unchained(s, x, mask=None):
+    h = x
+    for i in range(len(s.attentions)):
+        h = pre(s, i, x, mask)
+    return s.final_norm(h)
+
+
+def residual_around_layers(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = x + pre(s, i, x, mask)
+    return s.final_norm(x)
+
+
+STACK_SLIPS = [
+    (no_final_norm, "needs one final LayerNorm after its last layer"),
+    (final_norm_after_each, "the final LayerNorm acts once"),
+    (final_norm_first, "not before the first"),
+    (mask_to_the_first_layer, "not only the first"),
+    (mask_to_the_last_layer, "not only the last"),
+    (unchained, "chain the layers"),
+    (residual_around_layers, "counts the residual stream twice"),
+    (every_layer(post_ln), "that is post-LN"),
     (
-        lambda s, x, m=None: s.ffn_norm((h := s.attention_norm(x + att(s, x, m))) + s.feed_forward(h)),
-        "that is post-LN",
-    ),
-    (
-        lambda s, x, m=None: (h := x + s.attention_norm(att(s, x, m))) + s.ffn_norm(s.feed_forward(h)),
+        every_layer(lambda s, i, x, m: (h := x + an(s, i, att(s, i, x, m))) + fn(s, i, ffn(s, i, h))),
         "not its output",
     ),
-    (normalised_residual, "the residual path stays un-normalised"),
+    (every_layer(normalised_residual), "the residual path stays un-normalised"),
     (
-        lambda s, x, m=None: s.feed_forward(s.ffn_norm(att(s, s.attention_norm(x), m))),
+        every_layer(lambda s, i, x, m: ffn(s, i, fn(s, i, att(s, i, an(s, i, x), m)))),
         "its residual connection",
     ),
     (
-        lambda s, x, m=None: (h := att(s, s.attention_norm(x), m)) + s.feed_forward(s.ffn_norm(h)),
+        every_layer(lambda s, i, x, m: (h := att(s, i, an(s, i, x), m)) + ffn(s, i, fn(s, i, h))),
         "the attention sublayer lost its residual",
     ),
     (
-        lambda s, x, m=None: s.feed_forward(s.ffn_norm(x + att(s, s.attention_norm(x), m))),
+        every_layer(lambda s, i, x, m: ffn(s, i, fn(s, i, x + att(s, i, an(s, i, x), m)))),
         "the feed-forward sublayer lost its residual",
     ),
     (
-        lambda s, x, m=None: x + s.feed_forward(s.ffn_norm(x + att(s, s.attention_norm(x), m))),
+        every_layer(lambda s, i, x, m: x + ffn(s, i, fn(s, i, x + att(s, i, an(s, i, x), m)))),
         "the input *of its own sublayer*",
     ),
     (
-        lambda s, x, m=None: (h := x + s.attention(s.attention_norm(x))) + s.feed_forward(s.ffn_norm(h)),
-        "ignored",
+        every_layer(lambda s, i, x, m: (h := x + att(s, i, an(s, i, x), None)) + ffn(s, i, fn(s, i, h))),
+        "the padding mask is ignored",
     ),
     (
-        lambda s, x, m=None: (h := x + att(s, s.attention_norm(x), m)) + s.feed_forward(s.attention_norm(h)),
+        every_layer(lambda s, i, x, m: (h := x + att(s, i, an(s, i, x), m)) + ffn(s, i, an(s, i, h))),
         "you used the first one twice",
     ),
     (
-        lambda s, x, m=None: (h := x + s.feed_forward(s.attention_norm(x))) + att(s, s.ffn_norm(h), m),
+        every_layer(lambda s, i, x, m: (h := x + ffn(s, i, an(s, i, x))) + att(s, i, fn(s, i, h), m)),
         "self-attention comes first",
     ),
 ]
 
 
-def dropping_encoder(self, x, mask=None):
-    h = x + nn.functional.dropout(self.attention(self.attention_norm(x), mask=mask), 0.1)
-    return h + self.feed_forward(self.ffn_norm(h))
+def stack_dropping_in_eval(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = x + nn.functional.dropout(att(s, i, an(s, i, x), mask), 0.1)
+        x = x + ffn(s, i, fn(s, i, x))
+    return s.final_norm(x)
+
+
+# Where dropout acts in train mode (Vaswani et al., 2017, section 5.4: on each sublayer's output).
+def stack_without_dropout(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = x + att(s, i, an(s, i, x), mask)
+        x = x + ffn(s, i, fn(s, i, x))
+    return s.final_norm(x)
+
+
+def stack_dropping_sums(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = s.dropout(x + att(s, i, an(s, i, x), mask))
+        x = s.dropout(x + ffn(s, i, fn(s, i, x)))
+    return s.final_norm(x)
+
+
+def stack_dropping_attention_only(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = x + s.dropout(att(s, i, an(s, i, x), mask))
+        x = x + ffn(s, i, fn(s, i, x))
+    return s.final_norm(x)
+
+
+class StackSublayersWithoutDropout(RightStack):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
+        self.attentions = nn.ModuleList(mha(dim, n_heads, 0.0) for _ in range(n_layers))
 
 
 def decoder_slip(forward, **self_init):
@@ -365,30 +533,7 @@ def dropping_decoder(self, x, memory, src_mask=None, tgt_mask=None):
     return self.ffn_norm(h + self.feed_forward(h))
 
 
-DROPPING_ENCODER, DROPPING_DECODER = slip(dropping_encoder), decoder_slip(dropping_decoder)
-
-
-# Where dropout acts in train mode (Vaswani et al., 2017, section 5.4: on each sublayer's output).
-def encoder_without_dropout(self, x, mask=None):
-    h = x + self.attention(self.attention_norm(x), mask=mask)
-    return h + self.feed_forward(self.ffn_norm(h))
-
-
-def encoder_dropping_sums(self, x, mask=None):
-    h = self.dropout(x + self.attention(self.attention_norm(x), mask=mask))
-    return self.dropout(h + self.feed_forward(self.ffn_norm(h)))
-
-
-def encoder_dropping_attention_only(self, x, mask=None):
-    h = x + self.dropout(self.attention(self.attention_norm(x), mask=mask))
-    return h + self.feed_forward(self.ffn_norm(h))
-
-
-class SublayersWithoutDropout(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        self.attention = attnlib.MultiHeadAttention(dim, dim, 64, 0.0, n_heads, qkv_bias=True, causal=False)
-        self.feed_forward = attnlib.FeedForward(dim, hidden_dim, 0.0)
+DROPPING_STACK, DROPPING_DECODER = stack_slip(stack_dropping_in_eval), decoder_slip(dropping_decoder)
 
 
 def decoder_without_dropout(self, x, memory, src_mask=None, tgt_mask=None):
@@ -415,16 +560,25 @@ def decoder_dropping_feed_forward_only(self, x, memory, src_mask=None, tgt_mask=
     return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
 
 
+def decoder_dropping_twice(self, x, memory, src_mask=None, tgt_mask=None):  # no modelled slip
+    h = self.self_attn_norm(x + self.dropout(self.dropout(self.self_attention(x, mask=tgt_mask))))
+    h = self.cross_attn_norm(h + self.dropout(self.dropout(self.cross_attention(h, memory, src_mask))))
+    return self.ffn_norm(h + self.dropout(self.dropout(self.feed_forward(h))))
+
+
 class DecoderSublayersWithoutDropout(RightDecoder):
     def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
         super().__init__(dim, n_heads, hidden_dim, dropout)
         self.feed_forward = attnlib.FeedForward(dim, hidden_dim, 0.0)
 
 
-WITHOUT_DROPOUT = "drops nothing outside its sublayers"
-ON_THE_SUMS = "drops the residual sum, not the sublayer's output"
-SOME_OUTPUTS = "drops the output of only some of its sublayers"
+# Each asserted text is a part of the hint itself (tests/check/test_harness.py's catalogue).
+WITHOUT_DROPOUT = "apply dropout to each sublayer's output before it is added to the residual"
+ON_THE_SUMS = "dropout on the residual sum also drops the input x"
+AFTER_THE_NORMS = "the paper drops each sublayer's output before the residual add and the norm"
+SOME_OUTPUTS = "every sublayer gets its dropout before its residual add"
 SUBLAYERS_AT_ZERO = "do not build them with dropout=0.0"
+STILL_ON = "use nn.Dropout modules (they switch off with .eval())"
 
 WRONG = {
     "shift_matrix": [
@@ -470,56 +624,49 @@ WRONG = {
         ),
         (lambda x, g, eps: x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps), "learned gain"),
     ],
-    "cross_attention_mask": [
-        (lambda s, t, p: ~right_cross_mask(s, t, p), "the mask is inverted"),
+    "left_padded_target_mask": [
+        (lambda n, t: ~right_target_mask(n, t), "the mask is inverted"),
+        (masked_out, "the mask is inverted"),
+        (lambda n, t: _keys(n, t) & _tril(t).T, "the lower triangle (tril)"),
+        (lambda n, t: _keys(n, t) & _tril(t, -1), "keep the diagonal"),
+        (lambda n, t: _keys(n, t).expand(-1, -1, t, -1), "the decoder's self-attention is causal"),
+        (lambda n, t: attnlib.causal_mask(t), "yours is the causal mask alone"),
+        (lambda n, t: _tril(t).expand(len(n), 1, -1, -1), "the left pads are still visible"),
+        (as_if_right_padded, "as for right padding"),
+        (lambda n, t: _keys(n, t, t - n + 1) & _tril(t), "off by one"),
+        (lambda n, t: _keys(n, t, t - n - 1) & _tril(t), "off by one"),
+        (lambda n, t: _keys(n, t)[:, :, 0, :, None] & _tril(t), "you hid the pad rows (queries) instead"),
+        (lambda n, t: pad_rows_opened(n, t, torch.eye(t, dtype=torch.bool)), "must stay all False"),
         (
-            lambda s, t, p: (s == p)[:, None, None, :].expand(-1, -1, t.shape[1], -1),
-            "the mask is inverted",
+            lambda n, t: pad_rows_opened(n, t, torch.ones(t, t, dtype=torch.bool)),
+            "zero weights and a zero context",
         ),
-        (lambda s, t, p: (s != p)[:, None, None, :], "asks for the full grid"),
-        (
-            lambda s, t, p: (
-                right_cross_mask(s, t, p) & torch.ones(t.shape[1], s.shape[1], dtype=torch.bool).tril()
-            ),
-            "cross-attention is not causal",
+        (  # opened to the first real key, another way to dodge the NaN
+            lambda n, t: pad_rows_opened(n, t, (torch.arange(t)[None, :] == (t - n)[:, None])[:, None, None]),
+            "must stay all False",
         ),
-        (
-            lambda s, t, p: (t != p)[:, None, None, :].expand(-1, -1, t.shape[1], -1),
-            "take the padding from src",
-        ),
-        (
-            lambda s, t, p: (s != p)[:, None, :, None].expand(-1, -1, -1, t.shape[1]),
-            "yours is the other way round",
-        ),
-        (
-            lambda s, t, p: (t != p)[:, None, :, None] & (s != p)[:, None, None, :],
-            "you hid the padded target rows",
-        ),
-        (
-            lambda s, t, p: right_cross_mask(s, t, p)[:, 0],
-            "keep an axis for the heads",
-        ),
-        (lambda s, t, p: right_cross_mask(s, t, p).float(), "must be boolean"),
-        (lambda s, t, p: right_cross_mask(s, t, p).long(), "must be boolean"),
+        (lambda n, t: right_target_mask(n, t)[:, 0], "keep an axis for the heads"),
+        (lambda n, t: right_target_mask(n, t).float(), "must be boolean"),
+        (lambda n, t: right_target_mask(n, t).long(), "must be boolean"),
     ],
-    "encoder_layer": [
-        *((slip(forward), hint) for forward, hint in LAYER_SLIPS),
-        (slip(post_ln), "that is post-LN"),  # the post-LN layer of the notebook
-        (slip(None, qkv_bias=True, causal=True), "causal=False"),
-        (slip(encoder_without_dropout), WITHOUT_DROPOUT),
-        (slip(encoder_dropping_sums), ON_THE_SUMS),
-        (slip(encoder_dropping_attention_only), SOME_OUTPUTS),
-        (SublayersWithoutDropout, SUBLAYERS_AT_ZERO),
+    "pre_ln_encoder": [
+        *((stack_slip(forward), hint) for forward, hint in STACK_SLIPS),
+        (stack_slip(None, causal=True), "causal=False"),
+        (stack_slip(stack_without_dropout), WITHOUT_DROPOUT),
+        (stack_slip(stack_dropping_sums), ON_THE_SUMS),
+        (stack_slip(stack_dropping_attention_only), SOME_OUTPUTS),
+        (StackSublayersWithoutDropout, SUBLAYERS_AT_ZERO),
     ],
     "decoder_layer": [
         *((decoder_slip(forward), hint) for forward, hint in DECODER_SLIPS),
         (decoder_slip(None, qkv_bias=True, causal=False), "build it with causal=True"),
-        (DROPPING_DECODER, "dropout is still active"),
+        (DROPPING_DECODER, STILL_ON),
         (decoder_slip(decoder_without_dropout), WITHOUT_DROPOUT),
         (decoder_slip(decoder_dropping_sums), ON_THE_SUMS),
-        (decoder_slip(decoder_dropping_after_norms), "drops the normalised sum, after each norm"),
+        (decoder_slip(decoder_dropping_after_norms), AFTER_THE_NORMS),
         (decoder_slip(decoder_dropping_feed_forward_only), SOME_OUTPUTS),
         (DecoderSublayersWithoutDropout, SUBLAYERS_AT_ZERO),
+        (decoder_slip(decoder_dropping_twice), "drop each sublayer's output, and nothing else"),
     ],
     "decoder_shuffle": [  # (the target shuffled, the memory shuffled, the orders that commute)
         (given("permuted", "unchanged", 1), "the causal mask belongs to the slots"),
@@ -536,61 +683,81 @@ WRONG = {
 # ----------------------------------------------------------------------------- refused in words
 
 
-class OneNorm(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        del self.ffn_norm
+class SharedLayer(RightStack):
+    """One layer's modules, registered n_layers times: [module] * n_layers."""
+
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
+        self.attentions = nn.ModuleList([mha(dim, n_heads, dropout)] * n_layers)
+
+
+class WithoutFinalNorm(RightStack):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
+        del self.final_norm
+
+    forward = no_final_norm
+
+
+class TorchLayers(nn.Module):
+    """PyTorch's own pre-LN layers, stacked, and a final norm."""
+
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(dim, n_heads, hidden_dim, dropout, batch_first=True, norm_first=True)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(dim)
 
     def forward(self, x, mask=None):
-        h = x + self.attention(self.attention_norm(x), mask=mask)
-        return h + self.feed_forward(self.attention_norm(h))
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
 
 
-class FinalNorm(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        self.final_norm = attnlib.LayerNorm(dim)
-
-    def forward(self, x, mask=None):
-        return self.final_norm(super().forward(x, mask))
+class OneHead(RightStack):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, 1, hidden_dim, n_layers, dropout)
 
 
-class TorchAttention(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        self.attention = nn.MultiheadAttention(dim, n_heads, batch_first=True)
+class NoBias(RightStack):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
+        self.attentions = nn.ModuleList(mha(dim, n_heads, dropout, qkv_bias=False) for _ in range(n_layers))
 
 
-class OneHead(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, 1, hidden_dim, dropout)
-
-
-class NoBias(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        self.attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, causal=False)
-
-
-class NarrowFeedForward(RightLayer):
-    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        super().__init__(dim, n_heads, hidden_dim, dropout)
-        self.feed_forward = attnlib.FeedForward(dim, 4, dropout)
+class NarrowFeedForward(RightStack):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__(dim, n_heads, hidden_dim, n_layers, dropout)
+        self.feed_forwards = nn.ModuleList(attnlib.FeedForward(dim, 4, dropout) for _ in range(n_layers))
 
 
 class NoSuper(nn.Module):
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        self.attentions = nn.ModuleList(mha(dim, n_heads, dropout) for _ in range(n_layers))
+
+
+class OneLayerArguments(RightStack):
+    """The signature of one encoder layer: no n_layers."""
+
     def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
-        self.attention = attnlib.MultiHeadAttention(dim, dim, 64, dropout, n_heads, causal=False)
-
-
-class TwoArguments(RightLayer):
-    def __init__(self, dim, n_heads):
-        super().__init__(dim, n_heads, 4 * dim)
+        super().__init__(dim, n_heads, hidden_dim, 2, dropout)
 
 
 class NotAModule:
     def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
         pass
+
+
+class TwoArguments(RightDecoder):
+    def __init__(self, dim, n_heads):
+        super().__init__(dim, n_heads, 4 * dim)
+
+
+class NoSuperDecoder(nn.Module):
+    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):
+        self.self_attention = mha(dim, n_heads, dropout, causal=True)
 
 
 class OneAttention(RightDecoder):
@@ -624,19 +791,19 @@ class NoBiasCross(RightDecoder):
 
 
 TOLD = {
-    "encoder_layer": [
-        (DROPPING_ENCODER, "fail", "dropout is still active", "training=self.training"),
-        (OneNorm, "fail", "found 1 LayerNorm"),
-        (FinalNorm, "fail", "belongs to the stack"),
-        (TorchAttention, "fail", "nn.MultiheadAttention is PyTorch's"),
+    "pre_ln_encoder": [
+        (DROPPING_STACK, "fail", "dropout is still active", "training=self.training"),
+        (SharedLayer, "fail", "found 1 attnlib.MultiHeadAttention", "not [layer] * n_layers"),
+        (WithoutFinalNorm, "fail", "found 2 LayerNorm", "2 * n_layers + 1 = 3"),
+        (TorchLayers, "fail", "nn.MultiheadAttention is PyTorch's"),
         (OneHead, "fail", "num_heads=1"),
         (NoBias, "fail", "qkv_bias=True"),
         (NarrowFeedForward, "fail", "hidden_dim=16"),
         (NoSuper, "error", "call `super().__init__()` first"),
-        (TwoArguments, "fail", "your constructor takes `(dim, n_heads)`"),
-        (RightLayer(8, 2, 16), "fail", "pass the class itself"),
+        (OneLayerArguments, "fail", "your constructor takes `(dim, n_heads, hidden_dim, dropout=0.1)`"),
+        (RightStack(8, 2, 16, 2), "fail", "pass the class itself"),
         (NotAModule, "fail", "NotAModule is not an nn.Module: define it as class"),
-        (right_cross_mask, "fail", "expected a class (class MyEncoderLayer(nn.Module): ...)"),
+        (right_target_mask, "fail", "expected a class (class MyPreLNEncoder(nn.Module): ...)"),
     ],
     "decoder_layer": [
         (OneAttention, "fail", "found 1 attnlib.MultiHeadAttention"),
@@ -645,6 +812,7 @@ TOLD = {
         (TwoNorms, "fail", "found 2 LayerNorm"),
         (NoBiasCross, "fail", "qkv_bias=True"),
         (TwoArguments, "fail", "your constructor takes `(dim, n_heads)`"),
+        (NoSuperDecoder, "error", "call `super().__init__()` first"),
         (RightDecoder(8, 2, 16), "fail", "pass the class itself"),
         (NotAModule, "fail", "NotAModule is not an nn.Module: define it as class"),
     ],
@@ -662,18 +830,54 @@ TOLD = {
 
 
 # ----------------------------------------------------------------------------- out of reach
-def encoder_by_add_norm(self, x, mask=None):
-    h = x + self.dropout(att(self, self.attention_norm(x), mask))
-    return attnlib.add_norm(h, self.feed_forward, self.ffn_norm, self.dropout, norm_first=True)
 
 
-class DelegatingEncoder(RightLayer):
-    """The right sublayers, and attnlib's forward run on them."""
+def by_generate_mask(lengths, max_len):
+    tokens = torch.stack(
+        [
+            torch.cat([torch.zeros(max_len - n, dtype=torch.long), torch.ones(n, dtype=torch.long) + 2])
+            for n in lengths.tolist()
+        ]
+    )
+    with torch.random.fork_rng(devices=[]):  # building a model draws its weights: leave the seed alone
+        model = attnlib.Transformer(10, 10, dim=8, n_heads=2, n_layers=1, hidden_dim=8)
+    return model.generate_mask(tokens, tokens)[1]  # (B, 1, Tt, Tt): the target mask
+
+
+class HoldsEncoderLayers(nn.Module):
+    """attnlib's pre-LN layers stacked: the layers are this exercise's to write."""
+
+    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            attnlib.EncoderLayer(dim, n_heads, hidden_dim, dropout, norm_first=True) for _ in range(n_layers)
+        )
+        self.final_norm = attnlib.LayerNorm(dim)
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x)
+
+
+class DelegatingStack(RightStack):
+    """The right modules, and attnlib's layer forward run on them."""
 
     norm_first = True
 
     def forward(self, x, mask=None):
-        return attnlib.EncoderLayer.forward(self, x, mask)
+        for i in range(len(self.attentions)):
+            self.attention, self.attention_norm = self.attentions[i], self.attention_norms[i]
+            self.feed_forward, self.ffn_norm = self.feed_forwards[i], self.ffn_norms[i]
+            x = attnlib.EncoderLayer.forward(self, x, mask)
+        return self.final_norm(x)
+
+
+def stack_by_add_norm(s, x, mask=None):
+    for i in range(len(s.attentions)):
+        x = x + s.dropout(att(s, i, an(s, i, x), mask))
+        x = attnlib.add_norm(x, s.feed_forwards[i], s.ffn_norms[i], s.dropout, norm_first=True)
+    return s.final_norm(x)
 
 
 class DerivedDecoder(attnlib.DecoderLayer):
@@ -685,11 +889,13 @@ OUT_OF_REACH = {
         (torch_rms, "calls `F.rms_norm`"),
         (lambda x, g, eps: nn.functional.rms_norm(x, (x.shape[-1],), g, eps), "calls `F.rms_norm`"),
     ],
-    "encoder_layer": [
-        (PreLNEncoderLayer, "PreLNEncoderLayer derives from attnlib's own `EncoderLayer`"),
-        (attnlib.EncoderLayer, "EncoderLayer is attnlib's own `EncoderLayer`"),
-        (DelegatingEncoder, "calls attnlib's own `EncoderLayer`"),
-        (slip(encoder_by_add_norm), "calls attnlib's own `add_norm`"),
+    "left_padded_target_mask": [
+        (by_generate_mask, "calls attnlib's own `Transformer.generate_mask`"),
+    ],
+    "pre_ln_encoder": [
+        (HoldsEncoderLayers, "calls attnlib's own `EncoderLayer`"),
+        (DelegatingStack, "calls attnlib's own `EncoderLayer`"),
+        (stack_slip(stack_by_add_norm), "calls attnlib's own `add_norm`"),
     ],
     "decoder_layer": [
         (attnlib.DecoderLayer, "DecoderLayer is attnlib's own `DecoderLayer`"),
@@ -707,9 +913,15 @@ def _stubbed(source: str, name: str):
     return namespace[name]
 
 
-MY_ENCODER_LAYER = (
-    "class MyEncoderLayer(nn.Module):\n"
+MY_PRE_LN_ENCODER = (
+    "class MyPreLNLayer(nn.Module):\n"
     "    def __init__(self, dim, n_heads, hidden_dim, dropout=0.1):\n"
+    "        super().__init__()\n"
+    "        self.norm = attnlib.LayerNorm(dim)\n\n"
+    "    def forward(self, x, mask=None):\n"
+    "        return self.norm(x)\n\n\n"
+    "class MyPreLNEncoder(nn.Module):\n"
+    "    def __init__(self, dim, n_heads, hidden_dim, n_layers, dropout=0.1):\n"
     "        super().__init__()\n"
     "        self.norm = attnlib.LayerNorm(dim)\n\n"
     "    def forward(self, x, mask=None):\n"
@@ -725,14 +937,14 @@ MY_DECODER_LAYER = (
 )
 
 
-class ForwardStub(RightLayer):
+class ForwardStub(RightStack):
     def forward(self, x, mask=None):
         raise NotImplementedError
 
 
-class Crashes(RightLayer):
+class Crashes(RightStack):
     def forward(self, x, mask=None):
-        return self.attention(x, mask=mask) @ self.feed_forward.w1.weight  # (B, T, D) @ (F, D)
+        return self.attentions[0](x, mask=mask) @ self.feed_forwards[0].w1.weight  # (B, T, D) @ (F, D)
 
 
 class DecoderForwardStub(RightDecoder):
@@ -748,8 +960,8 @@ class DecoderCrashes(RightDecoder):
 NOT_YET = {
     "shift_matrix": [stub],
     "rms_norm": [stub],
-    "cross_attention_mask": [stub],
-    "encoder_layer": [_stubbed(MY_ENCODER_LAYER, "MyEncoderLayer"), ForwardStub],
+    "left_padded_target_mask": [stub],
+    "pre_ln_encoder": [_stubbed(MY_PRE_LN_ENCODER, "MyPreLNEncoder"), ForwardStub],
     "decoder_layer": [_stubbed(MY_DECODER_LAYER, "MyDecoderLayer"), DecoderForwardStub],
     "decoder_shuffle": [given(..., "unchanged", 1), given("changed", "unchanged", ...)],
 }
@@ -757,7 +969,7 @@ _RAISED = (shape_error, "raised RuntimeError", "torch.zeros(2, 3) @ torch.zeros(
 CRASHES = {
     "shift_matrix": [_RAISED],
     "rms_norm": [_RAISED],
-    "cross_attention_mask": [_RAISED],
-    "encoder_layer": [(Crashes, "raised RuntimeError", "self.feed_forward.w1.weight")],
+    "left_padded_target_mask": [_RAISED],
+    "pre_ln_encoder": [(Crashes, "raised RuntimeError", "self.feed_forwards[0].w1.weight")],
     "decoder_layer": [(DecoderCrashes, "raised RuntimeError", "self.feed_forward.w1.weight")],
 }
