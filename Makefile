@@ -9,6 +9,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The nbgrader layer over .venv (see `course` below). Set here, before any rule names it: make
+# expands a rule's prerequisites when it reads the rule, so a later definition would leave
+# `test: $(COURSE_STAMP)` without it.
+COURSE_VENV  := .venv-course
+COURSE_STAMP := $(COURSE_VENV)/.installed
 NB     ?= notebooks
 
 # The same settings for `make execute` (which writes the stored outputs) and `make test`
@@ -189,8 +194,6 @@ student: $(STAMP)
 # `make course-test` grades all 14, two at a time.
 COURSE       ?= build/course
 COURSE_DRAWS ?= 1000
-COURSE_VENV  := .venv-course
-COURSE_STAMP := $(COURSE_VENV)/.installed
 $(COURSE_STAMP): $(STAMP) requirements-course.txt tools/venv_layer.py
 	rm -rf $(COURSE_VENV) && $(PYTHON) -m venv --without-pip $(COURSE_VENV)
 	$(BIN)/uv pip install --quiet --python $(COURSE_VENV)/bin/python $(addprefix --find-links=,$(FIND_LINKS)) \

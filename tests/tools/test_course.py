@@ -536,3 +536,17 @@ def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_p
     total, most = sum(points.values()), float(sum(points.values()) + sum(reasons.values()))
     assert f"{name},,,solution,,,,{float(total)},0.0,{float(total)},{most}" in csv
     assert f"{name},,,unchanged,,,,0.0,0.0,0.0,{most}" in csv
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_test_builds_the_course_layer_it_grades_with():
+    """`make test` depends on .venv-course (else the nbgrader test above is skipped on a fresh clone):
+    make expands a rule's prerequisites when it reads it, so COURSE_STAMP must be set before `test:`."""
+    database = subprocess.run(
+        ["make", "-pnq", "--no-print-directory", "-f", "Makefile", "no-such-target"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    test_rule = next(line for line in database.splitlines() if line.startswith("test:"))
+    assert ".venv-course/.installed" in test_rule.split(), test_rule
