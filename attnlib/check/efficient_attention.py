@@ -157,8 +157,8 @@ def longformer_mask(student_fn: Callable[[int, int, list[int]], torch.Tensor]) -
             _longformer_variant(cols=False),
         ),
         Mistake(
-            "Longformer's window is not causal: a token sees `one_side` neighbours on EACH side, "
-            "after it too",
+            "the window of this exercise (Longformer's bidirectional one, §3.1) is not causal: a token sees "
+            "`one_side` neighbours on EACH side, after it too",
             _longformer_variant(causal=True),
         ),
         Mistake(
