@@ -116,7 +116,7 @@ def declared_hints() -> Iterator[set[str]]:
     """Every hint a check can give, gathered while the block runs: each :class:`Mistake` and
     :class:`Symptom` handed to :func:`run_check`, :func:`check_answer`'s hint and a module
     exercise's own (:func:`declare_hints`), whether or not the answer tried triggers it. The wrong-
-    answer catalogue (tests/check/test_hints.py) finds the hints no wrong answer triggers with it."""
+    answer catalogue (tests/check/test_harness.py) finds the hints no wrong answer triggers with it."""
     hints: set[str] = set()
     token = _DECLARED.set(hints)
     try:

@@ -130,31 +130,28 @@ def test_every_prediction_asks_for_its_reasoning(path):
             )
 
 
+def _markdown(source: str, *tags: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {"tags": list(tags)} if tags else {}, "source": source}
+
+
+def _code(source: str, *tags: str) -> dict:
+    meta = {"tags": list(tags)} if tags else {}
+    return {"cell_type": "code", "metadata": meta, "source": source, "outputs": [], "execution_count": None}
+
+
+def _exercise_notebook(title: str, *cells: dict) -> dict:
+    """A notebook of one exercise, ``### Exercise 9.9 — title``, made of ``cells``."""
+    cells = [_markdown("## Exercises"), _markdown(f"### Exercise 9.9 — {title}"), *cells]
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
 def test_a_reasoning_cell_is_graded_by_hand_and_releases_as_the_prompt():
-    nb = {
-        "cells": [
-            {"cell_type": "markdown", "metadata": {}, "source": "## Exercises"},
-            {"cell_type": "markdown", "metadata": {}, "source": "### Exercise 9.9 — predict"},
-            {
-                "cell_type": "code",
-                "metadata": {"tags": ["solution"]},
-                "source": "answer_9_9 = 12",
-                "outputs": [],
-                "execution_count": None,
-            },
-            {"cell_type": "markdown", "metadata": {"tags": ["reasoning"]}, "source": "**Why.** 3 times 4."},
-            {
-                "cell_type": "code",
-                "metadata": {},
-                "source": "check.something(answer_9_9)",
-                "outputs": [],
-                "execution_count": None,
-            },
-        ],
-        "metadata": {},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    nb = _exercise_notebook(
+        "predict",
+        _code("answer_9_9 = 12", "solution"),
+        _markdown("**Why.** 3 times 4.", "reasoning"),
+        _code("check.something(answer_9_9)"),
+    )
     (exercise,) = exercises(nb)
     assert exercise.reasoned and exercise.all_points == POINTS["predict"] + REASONING_POINTS
     reasoning = course_notebook(nb)["cells"][3]
@@ -179,22 +176,7 @@ def test_a_reasoning_cell_is_graded_by_hand_and_releases_as_the_prompt():
 
 
 def test_an_exercise_without_a_check_is_graded_by_hand():
-    nb = {
-        "cells": [
-            {"cell_type": "markdown", "metadata": {}, "source": "## Exercises"},
-            {"cell_type": "markdown", "metadata": {}, "source": "### Exercise 9.9 — open-ended"},
-            {
-                "cell_type": "code",
-                "metadata": {"tags": ["solution"]},
-                "source": "def f(x):\n    return x",
-                "outputs": [],
-                "execution_count": None,
-            },
-        ],
-        "metadata": {},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    nb = _exercise_notebook("open-ended", _code("def f(x):\n    return x", "solution"))
     (exercise,) = exercises(nb)
     assert not exercise.checked
     cell = course_notebook(nb)["cells"][2]
