@@ -86,15 +86,17 @@ ELEMENT_IDS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 # The slide on screen, checked once: content that leaves the viewport, a code line clipped at
 # the right, a zoom below 0.8 (fit.js zooms out only what it cannot cut), a navigation control
-# or the slide number over any text, and the smallest code on screen (computed font size times
-# reveal.js's scale and the slide's zoom). Also where the deck is, to walk it with the keyboard.
+# or the slide number over any text, the smallest code on screen (computed font size times
+# reveal.js's scale and the slide's zoom) and the slide's zoom, printed per deck with its lowest, so a
+# deck near the limit shows before a font difference tips it over. Also where the deck is, to walk
+# it with the keyboard.
 MIN_CODE_PX = 20  # on a 1280x720 screen, for the back row
 CHECK_SLIDE = r"""() => {
   const MIN_CODE_PX = MIN_CODE;
   const slide = Reveal.getCurrentSlide(), ix = Reveal.getIndices();
   const state = {at: `${ix.h}/${ix.v || 0}`, fragment: ix.f ?? -1,
                  end: Reveal.isLastSlide() && !Reveal.availableFragments().next,
-                 bad: [], small: [], code: null};
+                 bad: [], small: [], code: null, zoom: null};
   if (slide.dataset.checked) return state;
   slide.dataset.checked = "1";
   const W = window.innerWidth, H = window.innerHeight, n = Reveal.getSlidePastCount() + 1;
@@ -113,6 +115,7 @@ CHECK_SLIDE = r"""() => {
     state.bad.push(`${where}: content box ${Math.round(left)},${Math.round(top)} to ` +
                    `${Math.round(right)},${Math.round(bottom)} leaves the ${W}x${H} viewport`);
   const zoom = parseFloat(slide.style.zoom || "1");
+  state.zoom = [zoom, where];
   if (zoom < 0.8) state.small.push(`${where}: zoomed out to ${zoom} to fit, below 0.8`);
   slide.querySelectorAll("pre").forEach(pre => {
     if (pre.scrollWidth > pre.clientWidth + 1)
@@ -153,7 +156,7 @@ DECK_WALKS: dict[str, dict] = {}  # deck -> what the walk with the right arrow f
 WALK_ON = r"""([state, total, seen]) => {
   const check = CHECK;
   const found = [...state.bad, ...state.small], small = [...state.small];
-  const code = [state.code], problems = [];
+  const code = [state.code], zoom = [state.zoom], problems = [];
   let presses = 1;
   while (!state.end && presses < 4 * total) {
     document.dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", code: "ArrowRight",
@@ -168,9 +171,10 @@ WALK_ON = r"""([state, total, seen]) => {
     found.push(...next.bad, ...next.small);
     small.push(...next.small);
     code.push(next.code);
+    zoom.push(next.zoom);
     state = next;
   }
-  return {seen: seen.length, presses, found, small, code, problems};
+  return {seen: seen.length, presses, found, small, code, zoom, problems};
 }""".replace("CHECK;", CHECK_SLIDE + ";")
 
 
@@ -186,7 +190,7 @@ def _walk_with_the_keyboard(page, name: str, problems: list[str]) -> dict:
     )
     first = page.evaluate(CHECK_SLIDE)
     walk = {"seen": 1, "presses": 0, "found": first["bad"] + first["small"], "small": list(first["small"])}
-    walk.update(code=[first["code"]], problems=[])
+    walk.update(code=[first["code"]], zoom=[first["zoom"]], problems=[])
     if not first["end"]:
         page.keyboard.press("ArrowRight")
         second = page.evaluate(CHECK_SLIDE)
@@ -196,7 +200,7 @@ def _walk_with_the_keyboard(page, name: str, problems: list[str]) -> dict:
         else:
             seen = [first["at"]] + ([second["at"]] if second["at"] != first["at"] else [])
             rest = page.evaluate(WALK_ON, [second, total, seen])
-            for key in ("found", "small", "code"):
+            for key in ("found", "small", "code", "zoom"):
                 walk[key] += rest[key]
             walk.update(seen=rest["seen"], presses=rest["presses"], problems=rest["problems"])
     problems += [f"{name}: {problem}" for problem in walk["problems"]]
@@ -209,6 +213,7 @@ def _walk_with_the_keyboard(page, name: str, problems: list[str]) -> dict:
         "reached": walk["seen"],
         "presses": walk["presses"],
         "code": min(sizes, default=0),
+        "zoom": min((z for z in walk["zoom"] if z is not None), default=(1.0, "no slide")),
     }
     return {"count": total, "small": walk["small"]}
 
@@ -580,7 +585,8 @@ def test_every_deck_and_site_page_in_chromium(built):
     for name, walk in DECK_WALKS.items():
         print(
             f"deck {name}: the right arrow reaches {walk['reached']} of {walk['slides']} slides "
-            f"({walk['presses']} presses, fragments included); smallest code {walk['code']:.1f} px"
+            f"({walk['presses']} presses, fragments included); smallest code {walk['code']:.1f} px; "
+            f"smallest zoom {walk['zoom'][0]:.2f}, {walk['zoom'][1]}"
         )
     print(
         f"checked {len(decks)} decks ({slide_count} slides, {small} zoomed below 0.8) and {len(pages)} pages"
