@@ -33,9 +33,10 @@ from functools import cache
 from pathlib import Path
 
 TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
-TRAINS = re.compile(
-    r"(?<![.\w])(train|fit|train_or_load)\(|training\.train\(|\.train_or_load\("
-)  # attnlib's train(), train_or_load() or a loop fit(), not .train()
+# attnlib's train() or train_or_load(), bare or as attnlib.train(...) / training.train(...), or a
+# loop fit(); never a module's .train(). benchmarks/claims.py uses the same pattern, and
+# tests/series/test_series.py checks that both find the notebooks the claims harness retrains.
+TRAINS = re.compile(r"(?<![.\w])(train|fit|train_or_load)\(|\b(attnlib|training)\.(train|train_or_load)\(")
 # Unit-test modules that take long (seconds on the development machine), started early when
 # the unit tests and the notebooks run in one session, so that no long one is left for last.
 LONG_UNIT_MODULES = {
