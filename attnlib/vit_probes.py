@@ -14,7 +14,7 @@ Two ways to ask which patches a :class:`~attnlib.vit.VisionTransformer` relies o
   the test an attention map may pass or fail (notebook 14, section 5).
 
 Two small statistics compare them: :func:`rank_correlation` (Spearman's, with average ranks
-for ties, which are common: blank patches all score alike) and :func:`bootstrap_interval`
+for ties, which are common: blank patches all score alike, up to rounding) and :func:`bootstrap_interval`
 (a percentile interval for a mean over test images).
 """
 
@@ -102,18 +102,28 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return below.to(torch.float64) + (ties.to(torch.float64) + 1) / 2
 
 
-def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def rank_correlation(a: torch.Tensor, b: torch.Tensor, *, atol: float = 1e-6) -> torch.Tensor:
     """Spearman's rank correlation along the last axis, ties given average ranks.
+
+    A score within ``atol`` of 0 counts as exactly 0 before ranking, so such scores tie. The
+    drop from occluding a blank patch is 0 in exact arithmetic, but two forward passes of
+    different batch sizes may round it to a few units in the last place, either side of 0;
+    ranked exactly, that noise would order the blank patches at random.
 
     Args:
         a: ``(..., N)`` scores.
         b: ``(..., N)`` scores, e.g. the occlusion drop of each patch.
+        atol: scores with ``|score| <= atol`` count as 0; ``0.0`` ranks the values as given
+            (what ``scipy.stats.spearmanr`` does).
 
     Returns:
         ``(...,)`` float64 correlations in ``[-1, 1]``; NaN where one side is constant (no ranking).
     """
     if a.shape != b.shape:
         raise ValueError(f"expected a and b of the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if not atol >= 0:
+        raise ValueError(f"expected atol >= 0, got {atol}")
+    a, b = (torch.where(x.abs() <= atol, torch.zeros_like(x), x) for x in (a, b))  # near 0 -> exactly 0
     ra, rb = average_ranks(a), average_ranks(b)
     ra, rb = ra - ra.mean(-1, keepdim=True), rb - rb.mean(-1, keepdim=True)
     return (ra * rb).sum(-1) / (ra.norm(dim=-1) * rb.norm(dim=-1))  # Pearson's r of the ranks

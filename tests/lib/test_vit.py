@@ -241,13 +241,27 @@ def test_rank_correlation_equals_scipy_spearman_with_ties(rows, n, levels, seed)
     a = torch.randint(0, levels + 1, (rows, n), generator=g).float()  # many ties, as blank patches give
     b = torch.randn(rows, n, generator=g)
     assert torch.equal(average_ranks(a), torch.as_tensor(scipy_stats.rankdata(a.numpy(), axis=-1)))
-    ours = rank_correlation(a, b)
+    ours = rank_correlation(a, b, atol=0.0)  # exact ranks, as scipy ranks them
     for i in range(rows):
         theirs = scipy_stats.spearmanr(a[i].numpy(), b[i].numpy()).statistic
         if torch.isnan(torch.tensor(theirs)):
             assert torch.isnan(ours[i])  # a constant row has no ranking
         else:
             assert ours[i].item() == pytest.approx(theirs, abs=1e-12)
+
+
+def test_rank_correlation_ties_scores_within_atol_of_zero():
+    # ink of four patches (two blank) and their occlusion drops; the blank ones' drops are 0
+    # up to rounding, one of them a hair above 0: still a tie, so the two orders agree exactly
+    ink = torch.tensor([[0.0, 0.0, 2.0, 1.0]])
+    drop = torch.tensor([[0.0, 1e-7, 0.3, 0.1]])
+    assert rank_correlation(ink, drop).item() == pytest.approx(1.0, abs=1e-12)
+    assert rank_correlation(ink, -drop).item() == pytest.approx(-1.0, abs=1e-12)
+    assert rank_correlation(ink, drop, atol=0.0).item() < 0.99  # ranked exactly, 1e-7 beats 0
+    above = torch.tensor([[0.0, 2e-6, 0.3, 0.1]])  # beyond the tolerance: no longer a tie
+    assert rank_correlation(ink, above).item() < 0.99
+    with pytest.raises(ValueError, match="atol >= 0"):
+        rank_correlation(ink, drop, atol=-1.0)
 
 
 def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_data():
