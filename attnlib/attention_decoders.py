@@ -1,6 +1,6 @@
 """RNN decoders with attention: Bahdanau's order and Luong's order.
 
-Shapes: ``B`` batch, ``Ts`` source length, ``T`` decoder steps run at once, ``H`` hidden size
+Shapes: ``B`` batch, ``Ts`` source length, ``T`` decoder steps run at once, ``d_hid`` hidden size
 (also the embedding width ``E`` here), ``L`` LSTM layers, ``V`` target vocabulary.
 
 Taught in notebooks 08 (Bahdanau attention) and 09 (Luong attention).
@@ -34,7 +34,7 @@ def require_attention_size(attention_module: nn.Module, hidden_size: int) -> Non
     if size != hidden_size:
         raise ValueError(
             f"attention_module was built for hidden_size={size}, the decoder has "
-            f"hidden_size={hidden_size}; build both with the same H"
+            f"hidden_size={hidden_size}; build both with the same d_hid"
         )
 
 
@@ -47,9 +47,9 @@ class DecoderWithAttention(nn.Module):
 
     Args:
         vocab_size: target vocabulary size ``V``.
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
         num_layers: ``L``.
-        attention_module: any module of :mod:`attnlib.scorers` built for ``H``.
+        attention_module: any module of :mod:`attnlib.scorers` built for ``d_hid``.
 
     A call with ``x`` of shape ``(B, T)`` runs all ``T`` teacher-forced steps and returns
     ``(B, T, V)`` logits: the same steps, with the input tokens embedded and the outputs turned
@@ -86,20 +86,22 @@ class DecoderWithAttention(nn.Module):
         step: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Args: x ``(B,)`` input ids (one step) or ``(B, T)`` (all teacher-forced steps); hidden,
-        cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``; mask ``(B, Ts)`` True for real source
+        cell ``(L, B, d_hid)``; encoder_outputs ``(B, Ts, d_hid)``; mask ``(B, Ts)`` True for real source
         tokens; step the output position ``t`` of ``x`` (of its first column).
 
         Returns: ``predictions`` ``(B, V)`` or ``(B, T, V)`` (logits) and the new ``hidden``,
         ``cell``. ``last_attn_weights`` holds ``(B, Ts)`` or ``(B, T, Ts)``."""
         if x.ndim == 2:
             return self._forward_sequence(x, hidden, cell, encoder_outputs, mask, step)
-        embedded = self.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, H)
+        embedded = self.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, d_hid)
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # (B, Ts)
-        context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, H) -> (B, 1, H)
-        rnn_input = torch.cat((embedded, context), dim=2)  # (B, 1, 2H)
-        output, hidden, cell = lstm_step(self.rnn, rnn_input.squeeze(1), hidden, cell)  # (B, H)
+        context = torch.bmm(
+            weights.unsqueeze(1), encoder_outputs
+        )  # (B, 1, Ts) @ (B, Ts, d_hid) -> (B, 1, d_hid)
+        rnn_input = torch.cat((embedded, context), dim=2)  # (B, 1, 2 d_hid)
+        output, hidden, cell = lstm_step(self.rnn, rnn_input.squeeze(1), hidden, cell)  # (B, d_hid)
         self.last_attn_weights = weights.detach()
-        return self.fc(output), hidden, cell  # (B, H) -> (B, V)
+        return self.fc(output), hidden, cell  # (B, d_hid) -> (B, V)
 
     def _forward_sequence(
         self,
@@ -113,18 +115,20 @@ class DecoderWithAttention(nn.Module):
         """All ``T`` steps of ``x`` ``(B, T)``. The steps stay a loop (each query is the state
         the step before left), but embedding and output layer run once, on all ``T`` steps."""
         require_inputs(hidden, encoder_outputs, mask, self.hidden_size)
-        embedded = self.embedding(x)  # (B, T) -> (B, T, H)
+        embedded = self.embedding(x)  # (B, T) -> (B, T, d_hid)
         outputs, all_weights = [], []
         for t in range(x.shape[1]):
-            query = hidden[-1].unsqueeze(1)  # (B, 1, H): the top layer's previous state
+            query = hidden[-1].unsqueeze(1)  # (B, 1, d_hid): the top layer's previous state
             weights = self.attention.attend(query, encoder_outputs, mask, step + t)  # (B, 1, Ts)
-            context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
-            rnn_input = torch.cat((embedded[:, t], context), dim=1)  # (B, 2H)
-            output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H)
+            context = torch.bmm(weights, encoder_outputs).squeeze(
+                1
+            )  # (B, 1, Ts) @ (B, Ts, d_hid) -> (B, d_hid)
+            rnn_input = torch.cat((embedded[:, t], context), dim=1)  # (B, 2 d_hid)
+            output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, d_hid)
             outputs.append(output)
             all_weights.append(weights)
         self.last_attn_weights = torch.cat(all_weights, dim=1).detach()  # (B, T, Ts)
-        return self.fc(torch.stack(outputs, dim=1)), hidden, cell  # (B, T, H) -> (B, T, V)
+        return self.fc(torch.stack(outputs, dim=1)), hidden, cell  # (B, T, d_hid) -> (B, T, V)
 
 
 class LuongDecoder(nn.Module):
@@ -150,9 +154,9 @@ class LuongDecoder(nn.Module):
 
     Args:
         vocab_size: target vocabulary size ``V``.
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
         num_layers: ``L``.
-        attention_module: any module of :mod:`attnlib.scorers` built for ``H``.
+        attention_module: any module of :mod:`attnlib.scorers` built for ``d_hid``.
         input_feeding: feed ``h̃_{t-1}`` into step ``t`` (Luong et al. §3.3).
     """
 
@@ -192,10 +196,10 @@ class LuongDecoder(nn.Module):
     def _attentional(
         self, outputs: torch.Tensor, encoder_outputs: torch.Tensor, weights: torch.Tensor
     ) -> torch.Tensor:
-        """From the top-layer states ``(B, T, H)`` and their weights ``(B, T, Ts)`` to the
-        attentional states ``h̃`` ``(B, T, H)``; ``fc`` turns them into logits."""
-        context = torch.bmm(weights, encoder_outputs)  # (B, T, Ts) @ (B, Ts, H) -> (B, T, H)
-        return torch.tanh(self.W_c(torch.cat((context, outputs), dim=2)))  # (B, T, 2H) -> (B, T, H)
+        """From the top-layer states ``(B, T, d_hid)`` and their weights ``(B, T, Ts)`` to the
+        attentional states ``h̃`` ``(B, T, d_hid)``; ``fc`` turns them into logits."""
+        context = torch.bmm(weights, encoder_outputs)  # (B, T, Ts) @ (B, Ts, d_hid) -> (B, T, d_hid)
+        return torch.tanh(self.W_c(torch.cat((context, outputs), dim=2)))  # (B, T, 2 d_hid) -> (B, T, d_hid)
 
     def forward(
         self,
@@ -207,7 +211,7 @@ class LuongDecoder(nn.Module):
         step: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Args: x ``(B,)`` input ids (one step) or ``(B, T)`` (all teacher-forced steps); hidden,
-        cell ``(L, B, H)``; encoder_outputs ``(B, Ts, H)``; mask ``(B, Ts)`` True for real source
+        cell ``(L, B, d_hid)``; encoder_outputs ``(B, Ts, d_hid)``; mask ``(B, Ts)`` True for real source
         tokens; step the output position ``t`` of ``x`` (of its first column).
 
         Returns: ``predictions`` ``(B, V)`` or ``(B, T, V)`` (logits) and the new ``hidden``,
@@ -217,14 +221,14 @@ class LuongDecoder(nn.Module):
         b = x.shape[0]
         if step == 0 or self._feed is None or self._feed.shape[0] != b:
             self._feed = encoder_outputs.new_zeros(b, self.hidden_size)  # h̃_{-1} = 0
-        rnn_input = self.embedding(x)  # (B,) -> (B, H)
+        rnn_input = self.embedding(x)  # (B,) -> (B, d_hid)
         if self.input_feeding:
-            rnn_input = torch.cat((rnn_input, self._feed), dim=1)  # (B, 2H)
-        output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H): h_t
-        outputs = output.unsqueeze(1)  # (B, 1, H)
+            rnn_input = torch.cat((rnn_input, self._feed), dim=1)  # (B, 2 d_hid)
+        output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, d_hid): h_t
+        outputs = output.unsqueeze(1)  # (B, 1, d_hid)
         weights = self.attention(hidden, encoder_outputs, mask, step=step)  # scores h_t = hidden[-1]: (B, Ts)
-        attentional = self._attentional(outputs, encoder_outputs, weights.unsqueeze(1))  # (B, 1, H)
-        self._feed = attentional.squeeze(1)  # (B, H): h̃_t, fed into step t + 1
+        attentional = self._attentional(outputs, encoder_outputs, weights.unsqueeze(1))  # (B, 1, d_hid)
+        self._feed = attentional.squeeze(1)  # (B, d_hid): h̃_t, fed into step t + 1
         self.last_attn_weights = weights.detach()
         return self.fc(self._feed), hidden, cell  # (B, V)
 
@@ -239,24 +243,24 @@ class LuongDecoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """All ``T`` steps of ``x`` ``(B, T)``: one LSTM call without input feeding, a loop with it."""
         require_inputs(hidden, encoder_outputs, mask, self.hidden_size)
-        embedded = self.embedding(x)  # (B, T) -> (B, T, H)
+        embedded = self.embedding(x)  # (B, T) -> (B, T, d_hid)
         if not self.input_feeding:
-            outputs, (hidden, cell) = self.rnn(embedded, (hidden, cell))  # (B, T, H): h_1 .. h_T
+            outputs, (hidden, cell) = self.rnn(embedded, (hidden, cell))  # (B, T, d_hid): h_1 .. h_T
             weights = self.attention.attend(outputs, encoder_outputs, mask, step)  # (B, T, Ts)
-            attentional = self._attentional(outputs, encoder_outputs, weights)  # (B, T, H)
+            attentional = self._attentional(outputs, encoder_outputs, weights)  # (B, T, d_hid)
         else:
-            feed = encoder_outputs.new_zeros(x.shape[0], 1, self.hidden_size)  # h̃_{-1} = 0: (B, 1, H)
+            feed = encoder_outputs.new_zeros(x.shape[0], 1, self.hidden_size)  # h̃_{-1} = 0: (B, 1, d_hid)
             all_feeds, all_weights = [], []
             for t in range(x.shape[1]):
-                rnn_input = torch.cat((embedded[:, t], feed[:, 0]), dim=1)  # (B, 2H)
-                output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, H)
-                output = output.unsqueeze(1)  # (B, 1, H)
+                rnn_input = torch.cat((embedded[:, t], feed[:, 0]), dim=1)  # (B, 2 d_hid)
+                output, hidden, cell = lstm_step(self.rnn, rnn_input, hidden, cell)  # (B, d_hid)
+                output = output.unsqueeze(1)  # (B, 1, d_hid)
                 weights = self.attention.attend(output, encoder_outputs, mask, step + t)  # (B, 1, Ts)
-                feed = self._attentional(output, encoder_outputs, weights)  # (B, 1, H): h̃_t
+                feed = self._attentional(output, encoder_outputs, weights)  # (B, 1, d_hid): h̃_t
                 all_feeds.append(feed)
                 all_weights.append(weights)
-            attentional = torch.cat(all_feeds, dim=1)  # (B, T, H)
+            attentional = torch.cat(all_feeds, dim=1)  # (B, T, d_hid)
             weights = torch.cat(all_weights, dim=1)  # (B, T, Ts)
         self._feed = None
         self.last_attn_weights = weights.detach()
-        return self.fc(attentional), hidden, cell  # (B, T, H) -> (B, T, V)
+        return self.fc(attentional), hidden, cell  # (B, T, d_hid) -> (B, T, V)

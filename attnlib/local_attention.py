@@ -1,8 +1,8 @@
 """Attention that restricts where a scorer may look: Luong's local attention and hard attention.
 
-Shapes: ``B`` batch, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries (decoder steps
+Shapes: ``B`` batch, ``d_hid`` hidden size, ``Ts`` source length, ``Tq`` queries (decoder steps
 scored at once), ``D`` the half window (``half_window``), the ``D`` of Luong et al. (2015, §3.2).
-As in the rest of the RNN family (seq2seq, attention_decoders, scorers), ``H`` is the hidden
+As in the rest of the RNN family (seq2seq, attention_decoders, scorers), ``d_hid`` is the hidden
 size: there are no attention heads here.
 
 Taught in notebook 09 (Luong attention).
@@ -12,7 +12,7 @@ Both wrap a global scorer of :mod:`attnlib.scorers` and are called exactly like 
 
 * :class:`LocalAttention` (Luong et al., 2015, §3.2) softmaxes the scores inside a window of
   ``2D+1`` source positions around ``p_t`` (local-m: ``p_t = t``; local-p: a predicted
-  ``p_t`` and a Gaussian around it). ``make_attention("local-m" | "local-p", H)`` builds one.
+  ``p_t`` and a Gaussian around it). ``make_attention("local-m" | "local-p", d_hid)`` builds one.
 * :class:`HardAttention` puts all the weight on the arg-max position of a soft scorer. Xu et
   al. (2015) sample the position instead and train with a REINFORCE-style estimator; the
   arg-max here reads a trained soft model the hard way.
@@ -44,7 +44,7 @@ class LocalAttention(Scorer):
       The Gaussian is what lets gradients reach ``W_p`` and ``v``.
 
     Args:
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
         half_window: ``D``; each step sees at most ``2D+1`` source positions
             (``D >= 1`` for local-p, whose Gaussian needs ``σ > 0``).
         mode: ``"m"`` or ``"p"``.
@@ -92,7 +92,7 @@ class LocalAttention(Scorer):
             steps = step + torch.arange(tq, device=query.device)  # (Tq,)
             p = steps.to(query.dtype).expand(b, tq)  # (B, Tq)
         else:
-            gate = self.v_p(torch.tanh(self.W_p(query))).squeeze(-1)  # (B, Tq, H) -> (B, Tq)
+            gate = self.v_p(torch.tanh(self.W_p(query))).squeeze(-1)  # (B, Tq, d_hid) -> (B, Tq)
             p = lengths[:, None].to(query.dtype) * torch.sigmoid(gate)  # (B, Tq)
         positions = torch.arange(ts, device=query.device, dtype=query.dtype)  # (Ts,)
         distance = positions[None, None, :] - p[:, :, None]  # (B, Tq, Ts)
@@ -147,7 +147,7 @@ def make_attention(name: str, hidden_size: int, *, half_window: int = 3) -> Scor
 
     Args:
         name: the score.
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
         half_window: ``D`` of the local variants.
 
     Returns:

@@ -1,8 +1,8 @@
 """Attention for RNN seq2seq: one interface, several ways to score a source position.
 
-Shapes: ``B`` batch, ``L`` decoder layers, ``H`` hidden size, ``Ts`` source length, ``Tq`` queries
+Shapes: ``B`` batch, ``L`` decoder layers, ``d_hid`` hidden size, ``Ts`` source length, ``Tq`` queries
 (decoder steps scored at once; 1 inside :class:`~attnlib.attention_decoders.DecoderWithAttention`).
-``H`` is the hidden size in this family of RNN modules (seq2seq, attention_decoders, scorers,
+``d_hid`` is the hidden size in this family of RNN modules (seq2seq, attention_decoders, scorers,
 local_attention: no attention heads here), as in notebooks 06-09; ``D`` is local attention's half window
 (``half_window``), the ``D`` of Luong et al. (2015, §3.2).
 
@@ -10,7 +10,7 @@ Taught in notebooks 08 (Bahdanau attention) and 09 (Luong attention).
 
 Every module here is called the way the seq2seq decoder calls it::
 
-    weights = attention(hidden, encoder_outputs, mask, step=t)   # (L, B, H), (B, Ts, H) -> (B, Ts)
+    weights = attention(hidden, encoder_outputs, mask, step=t)   # (L, B, d_hid), (B, Ts, d_hid) -> (B, Ts)
 
 The query is the decoder's top-layer state ``hidden[-1]``; the keys (and values) are the
 encoder outputs. ``mask`` ``(B, Ts)`` is True for real source tokens: padding never receives
@@ -20,13 +20,13 @@ global scorer defines ``score(query, keys) -> scores (B, Tq, Ts)``:
 ==============  ======================================  ===================================
 name            score(h_t, h_s)                         module
 ==============  ======================================  ===================================
-``dot``         h_tᵀ h_s                                ``AttentionSimple(H, scaled=False)``
-``scaled_dot``  h_tᵀ h_s / sqrt(H)                      ``AttentionSimple(H)``
-``general``     h_tᵀ W_a h_s                            ``AttentionGeneral(H)`` (Luong)
-``concat``      vᵀ tanh(W [h_t; h_s] + b)               ``AttentionParams(H)``
+``dot``         h_tᵀ h_s                                ``AttentionSimple(d_hid, scaled=False)``
+``scaled_dot``  h_tᵀ h_s / sqrt(d_hid)                  ``AttentionSimple(d_hid)``
+``general``     h_tᵀ W_a h_s                            ``AttentionGeneral(d_hid)`` (Luong)
+``concat``      vᵀ tanh(W [h_t; h_s] + b)               ``AttentionParams(d_hid)``
                                                         (Bahdanau's additive score)
-``local-m``     a scorer inside a window around t       ``LocalAttention(H, D, mode="m")``
-``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(H, D, mode="p")``
+``local-m``     a scorer inside a window around t       ``LocalAttention(d_hid, D, mode="m")``
+``local-p``     ... around a predicted p_t, Gaussian    ``LocalAttention(d_hid, D, mode="p")``
 ==============  ======================================  ===================================
 
 Each keeps ``last_attn_weights`` (detached) from its latest call. This module holds
@@ -68,7 +68,7 @@ class Scorer(nn.Module):
     _key_cache: tuple | None = None
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        """The part of the score that depends on the keys only: ``(B, Ts, H) -> (B, Ts, H)``."""
+        """The part of the score that depends on the keys only: ``(B, Ts, d_hid) -> (B, Ts, d_hid)``."""
         return keys
 
     def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
@@ -78,7 +78,7 @@ class Scorer(nn.Module):
         """Scores of every query against every key.
 
         Args:
-            query: ``(B, Tq, H)``. keys: ``(B, Ts, H)``.
+            query: ``(B, Tq, d_hid)``. keys: ``(B, Ts, d_hid)``.
 
         Returns:
             ``(B, Tq, Ts)`` scores (before softmax).
@@ -111,7 +111,7 @@ class Scorer(nn.Module):
         """Weights of ``Tq`` queries over the source.
 
         Args:
-            query: ``(B, Tq, H)``. keys: ``(B, Ts, H)``.
+            query: ``(B, Tq, d_hid)``. keys: ``(B, Ts, d_hid)``.
             mask: ``(B, Ts)`` bool, True = may attend.
             step: index of the first query's decoder step (used by local-m only).
 
@@ -131,8 +131,8 @@ class Scorer(nn.Module):
         """Attention weights of the decoder's top-layer state over the encoder outputs.
 
         Args:
-            hidden: ``(L, B, H)`` decoder state (the decoder passes the LSTM's ``hidden``).
-            encoder_outputs: ``(B, Ts, H)``.
+            hidden: ``(L, B, d_hid)`` decoder state (the decoder passes the LSTM's ``hidden``).
+            encoder_outputs: ``(B, Ts, d_hid)``.
             mask: ``(B, Ts)`` bool, True for real source tokens.
             step: decoder step ``t`` (0 for the first output token).
 
@@ -140,7 +140,7 @@ class Scorer(nn.Module):
             ``(B, Ts)`` weights: non-negative, zero on masked positions.
         """
         require_inputs(hidden, encoder_outputs, mask, self.hidden_size)
-        query = hidden[-1].unsqueeze(1)  # (B, H) -> (B, 1, H)
+        query = hidden[-1].unsqueeze(1)  # (B, d_hid) -> (B, 1, d_hid)
         weights = self.attend(query, encoder_outputs, mask, step).squeeze(1)  # (B, Ts)
         self.last_attn_weights = weights.detach()
         return weights
@@ -149,12 +149,12 @@ class Scorer(nn.Module):
 def require_inputs(
     hidden: torch.Tensor, encoder_outputs: torch.Tensor, mask: torch.Tensor | None, size: int
 ) -> None:
-    """Raise ``ValueError`` unless the shapes fit ``(L, B, H)``, ``(B, Ts, H)``, ``(B, Ts)``."""
-    require_rank("hidden", hidden, (3,), "(L, B, H)")
-    require_rank("encoder_outputs", encoder_outputs, (3,), "(B, Ts, H)")
+    """Raise ``ValueError`` unless the shapes fit ``(L, B, d_hid)``, ``(B, Ts, d_hid)``, ``(B, Ts)``."""
+    require_rank("hidden", hidden, (3,), "(L, B, d_hid)")
+    require_rank("encoder_outputs", encoder_outputs, (3,), "(B, Ts, d_hid)")
     if hidden.shape[-1] != size or encoder_outputs.shape[-1] != size:
         raise ValueError(
-            f"expected hidden (L, B, H) and encoder_outputs (B, Ts, H) with H={size} (the "
+            f"expected hidden (L, B, d_hid) and encoder_outputs (B, Ts, d_hid) with d_hid={size} (the "
             f"attention's hidden_size), got {tuple(hidden.shape)} and {tuple(encoder_outputs.shape)}"
         )
     if hidden.shape[1] != encoder_outputs.shape[0]:
@@ -173,7 +173,7 @@ class AttentionSimple(Scorer):
     """Parameter-free dot-product attention (``scaled_dot``, or Luong's ``dot``).
 
     Args:
-        hidden_size: ``H``; the scores are divided by ``sqrt(H)`` (kept in a buffer).
+        hidden_size: ``d_hid``; the scores are divided by ``sqrt(d_hid)`` (kept in a buffer).
         scaled: False gives Luong's plain ``dot`` score (no division).
     """
 
@@ -185,7 +185,9 @@ class AttentionSimple(Scorer):
         self.last_attn_weights: torch.Tensor | None = None
 
     def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
-        scores = attention_scores(query, projected, scale=1.0)  # (B, Tq, H) @ (B, H, Ts) -> (B, Tq, Ts)
+        scores = attention_scores(
+            query, projected, scale=1.0
+        )  # (B, Tq, d_hid) @ (B, d_hid, Ts) -> (B, Tq, Ts)
         return scores / self.scale_factor if self.scaled else scores
 
 
@@ -193,7 +195,7 @@ class AttentionGeneral(Scorer):
     """Luong's *general* score ``h_tᵀ W_a h_s``: a learned bilinear form.
 
     Args:
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
     """
 
     def __init__(self, hidden_size: int) -> None:
@@ -203,10 +205,10 @@ class AttentionGeneral(Scorer):
         self.last_attn_weights: torch.Tensor | None = None
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        return self.W_a(keys)  # (B, Ts, H) -> (B, Ts, H)
+        return self.W_a(keys)  # (B, Ts, d_hid) -> (B, Ts, d_hid)
 
     def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
-        return attention_scores(query, projected, scale=1.0)  # (B, Tq, H) @ (B, H, Ts) -> (B, Tq, Ts)
+        return attention_scores(query, projected, scale=1.0)  # (B, Tq, d_hid) @ (B, d_hid, Ts) -> (B, Tq, Ts)
 
 
 class AttentionParams(Scorer):
@@ -214,14 +216,14 @@ class AttentionParams(Scorer):
 
     Bahdanau's score, which Luong calls *concat*. The paper writes it
     ``v_aᵀ tanh(W_a s_{i-1} + U_a h_j)`` (appendix A.1.2): ``W`` here is ``[W_a U_a]``, one
-    ``Linear(2H, H)``, whose bias ``b`` the paper leaves out of its equations; the attention width
-    ``n'`` is ``H``. ``v`` starts uniform in [0, 1). Since ``U_a h_j`` does not depend on the
+    ``Linear(2 d_hid, d_hid)``, whose bias ``b`` the paper leaves out of its equations; the attention width
+    ``n'`` is ``d_hid``. ``v`` starts uniform in [0, 1). Since ``U_a h_j`` does not depend on the
     decoder step, the paper notes it can be precomputed (A.1.2): the key half of ``W`` is applied
     once per batch rather than to every (query, key) concatenation, which gives the same scores
     faster.
 
     Args:
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
     """
 
     def __init__(self, hidden_size: int) -> None:
@@ -232,15 +234,15 @@ class AttentionParams(Scorer):
         self.last_attn_weights: torch.Tensor | None = None
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        w_keys = self.attn.weight[:, self.hidden_size :]  # (H, 2H): columns that meet h_s
-        return keys @ w_keys.T + self.attn.bias  # (B, Ts, H) @ (H, H) -> (B, Ts, H)
+        w_keys = self.attn.weight[:, self.hidden_size :]  # (d_hid, 2 d_hid): columns that meet h_s
+        return keys @ w_keys.T + self.attn.bias  # (B, Ts, d_hid) @ (d_hid, d_hid) -> (B, Ts, d_hid)
 
     def score_projected(self, query: torch.Tensor, projected: torch.Tensor) -> torch.Tensor:
         # W [h_t; h_s] + b = W_q h_t + (W_k h_s + b): the key half is projected once per batch.
-        w_query = self.attn.weight[:, : self.hidden_size]  # (H, 2H): columns that meet h_t
-        q = query @ w_query.T  # (B, Tq, H) @ (H, H) -> (B, Tq, H)
-        energy = torch.tanh(q[:, :, None, :] + projected[:, None, :, :])  # (B, Tq, Ts, H)
-        return energy @ self.v  # (B, Tq, Ts, H) @ (H,) -> (B, Tq, Ts)
+        w_query = self.attn.weight[:, : self.hidden_size]  # (d_hid, 2 d_hid): columns that meet h_t
+        q = query @ w_query.T  # (B, Tq, d_hid) @ (d_hid, d_hid) -> (B, Tq, d_hid)
+        energy = torch.tanh(q[:, :, None, :] + projected[:, None, :, :])  # (B, Tq, Ts, d_hid)
+        return energy @ self.v  # (B, Tq, Ts, d_hid) @ (d_hid,) -> (B, Tq, Ts)
 
 
 # Descriptive names beside the published ones. The classes keep the names of the seq2seq

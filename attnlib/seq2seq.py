@@ -1,13 +1,13 @@
 """RNN encoder-decoder (seq2seq): encoder, decoder without attention, the model, one translation.
 
 Shapes: ``B`` batch, ``Ts`` source length, ``Tt`` target length (SOS ... EOS), ``T`` generated
-length, ``H`` hidden size (also the embedding width ``E`` here), ``L`` LSTM layers, ``V``
+length, ``d_hid`` hidden size (also the embedding width ``E`` here), ``L`` LSTM layers, ``V``
 target vocabulary.
 
 Taught in notebook 07 (sequence to sequence without attention); notebooks 08 and 09 build on it.
 
 * :class:`Encoder`: a bidirectional LSTM (Bahdanau et al. used gated recurrent units); its
-  outputs are projected back to ``H`` (``fc`` + tanh; the paper keeps them ``2H`` wide) and serve
+  outputs are projected back to ``d_hid`` (``fc`` + tanh; the paper keeps them ``2 d_hid`` wide) and serve
   as keys and values; the two directions' final states are summed to start the decoder (the
   paper: ``s_0 = tanh(W_s h←_1)``).
 * :class:`~attnlib.attention_decoders.DecoderWithAttention` (Bahdanau's order) and
@@ -45,7 +45,7 @@ __all__ = ["Decoder", "Encoder", "Seq2Seq", "lstm_step", "translate"]
 def lstm_step(
     rnn: nn.LSTM, x: torch.Tensor, hidden: torch.Tensor, cell: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One time step of ``rnn``: the top layer's output ``(B, H)`` and the new ``hidden``, ``cell``.
+    """One time step of ``rnn``: the top layer's output ``(B, d_hid)`` and the new ``hidden``, ``cell``.
 
     Computes ``rnn(x.unsqueeze(1), (hidden, cell))`` layer by layer with ``torch.lstm_cell``
     (dropout between layers in training mode, as ``nn.LSTM`` applies it): bit for bit what
@@ -56,7 +56,7 @@ def lstm_step(
     Args:
         rnn: a one-directional ``nn.LSTM`` without projections.
         x: the step's input ``(B, I)``.
-        hidden, cell: ``(L, B, H)``.
+        hidden, cell: ``(L, B, d_hid)``.
     """
     if rnn.bidirectional or rnn.proj_size:
         raise ValueError("lstm_step runs a one-directional nn.LSTM without proj_size, one step at a time")
@@ -73,11 +73,13 @@ def lstm_step(
             if rnn.bias
             else [None, None]
         )
-        h, c = torch.lstm_cell(layer_input, (hidden[layer], cell[layer]), *weights, *biases)  # (B, H) each
+        h, c = torch.lstm_cell(
+            layer_input, (hidden[layer], cell[layer]), *weights, *biases
+        )  # (B, d_hid) each
         hs.append(h)
         cs.append(c)
         layer_input = h
-    return layer_input, torch.stack(hs), torch.stack(cs)  # (B, H), (L, B, H), (L, B, H)
+    return layer_input, torch.stack(hs), torch.stack(cs)  # (B, d_hid), (L, B, d_hid), (L, B, d_hid)
 
 
 class Encoder(nn.Module):
@@ -88,14 +90,14 @@ class Encoder(nn.Module):
     * units: LSTMs; the paper uses the gated hidden units of Cho et al. (2014), later called the GRU
       (appendix A.1.1);
     * annotations: the paper keeps ``h_j = [h→_j; h←_j]``, ``2n`` wide (eq. 7); here they are
-      projected back to ``H`` (``fc`` + tanh), so that keys, values and decoder state share one
+      projected back to ``d_hid`` (``fc`` + tanh), so that keys, values and decoder state share one
       width and every scorer of :mod:`attnlib.scorers` applies;
     * the decoder's initial state: the paper's is ``s_0 = tanh(W_s h←_1)`` (A.2.2);
       :meth:`Seq2Seq.encode` sums the two directions' final states instead, with no layer.
 
     Args:
         vocab_size: source vocabulary size.
-        hidden_size: ``H``: embedding width, LSTM width per direction, output width.
+        hidden_size: ``d_hid``: embedding width, LSTM width per direction, output width.
         num_layers: ``L``.
         pad_id: padding id; padded positions are skipped (packed), so each sequence's final
             states are those after its last real token.
@@ -124,22 +126,22 @@ class Encoder(nn.Module):
             x: ``(B, Ts)`` source ids, padded on the right with ``pad_id``.
 
         Returns:
-            ``outputs`` ``(B, Ts, H)``, and the final ``hidden`` and ``cell`` states, each
-            ``(2L, B, H)`` (layer-major, direction-minor, as ``nn.LSTM`` returns them).
+            ``outputs`` ``(B, Ts, d_hid)``, and the final ``hidden`` and ``cell`` states, each
+            ``(2L, B, d_hid)`` (layer-major, direction-minor, as ``nn.LSTM`` returns them).
         """
         require_token_ids("src", x, self.vocab_size, "(B, Ts)")
         lengths = (x != self.pad_id).sum(dim=1)  # (B,)
         if (lengths == 0).any():
             empty = torch.nonzero(lengths == 0).flatten().tolist()
             raise ValueError(f"source sequences {empty[:5]} are empty (only padding)")
-        embedded = self.embedding(x)  # (B, Ts) -> (B, Ts, H)
+        embedded = self.embedding(x)  # (B, Ts) -> (B, Ts, d_hid)
         if bool((lengths == x.shape[1]).all()):
-            outputs, (hidden, cell) = self.rnn(embedded)  # (B, Ts, 2H)
+            outputs, (hidden, cell) = self.rnn(embedded)  # (B, Ts, 2 d_hid)
         else:
             packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
             outputs, (hidden, cell) = self.rnn(packed)
             outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=x.shape[1])
-        outputs = torch.tanh(self.fc(outputs))  # (B, Ts, 2H) -> (B, Ts, H)
+        outputs = torch.tanh(self.fc(outputs))  # (B, Ts, 2 d_hid) -> (B, Ts, d_hid)
         return outputs, hidden, cell
 
 
@@ -149,7 +151,7 @@ class Decoder(nn.Module):
 
     Args:
         vocab_size: target vocabulary size ``V``.
-        hidden_size: ``H``.
+        hidden_size: ``d_hid``.
         num_layers: ``L``.
     """
 
@@ -178,9 +180,9 @@ class Decoder(nn.Module):
         ``encoder_outputs``, ``mask`` and ``step`` are ignored. ``x`` may also be ``(B, T)``: then
         all ``T`` teacher-forced steps run in one LSTM call and the predictions are ``(B, T, V)``."""
         if x.ndim == 1:  # one step: (B,)
-            output, hidden, cell = lstm_step(self.rnn, self.embedding(x), hidden, cell)  # (B, H)
+            output, hidden, cell = lstm_step(self.rnn, self.embedding(x), hidden, cell)  # (B, d_hid)
             return self.fc(output), hidden, cell  # (B, V)
-        outputs, (hidden, cell) = self.rnn(self.embedding(x), (hidden, cell))  # (B, T, H)
+        outputs, (hidden, cell) = self.rnn(self.embedding(x), (hidden, cell))  # (B, T, d_hid)
         return self.fc(outputs), hidden, cell  # (B, T, V)
 
 
@@ -225,13 +227,13 @@ class Seq2Seq(nn.Module):
         self.last_attn_weights: torch.Tensor | None = None
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Run the encoder; returns ``encoder_outputs`` ``(B, Ts, H)``, the decoder's initial
-        ``hidden`` and ``cell`` ``(L, B, H)`` (both directions summed) and the source ``mask``
+        """Run the encoder; returns ``encoder_outputs`` ``(B, Ts, d_hid)``, the decoder's initial
+        ``hidden`` and ``cell`` ``(L, B, d_hid)`` (both directions summed) and the source ``mask``
         ``(B, Ts)``, True for real tokens (None when the batch has no padding at all)."""
         encoder_outputs, hidden, cell = self.encoder(src)
         b, layers = src.shape[0], self.encoder.num_layers
-        hidden = hidden.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, H) -> (L, B, H)
-        cell = cell.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, H) -> (L, B, H)
+        hidden = hidden.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, d_hid) -> (L, B, d_hid)
+        cell = cell.view(layers, 2, b, -1).sum(dim=1)  # (2L, B, d_hid) -> (L, B, d_hid)
         mask = src != self.pad_id  # (B, Ts)
         return encoder_outputs, hidden, cell, (None if bool(mask.all()) else mask)
 

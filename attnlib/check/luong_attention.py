@@ -1,6 +1,6 @@
 """Exercise checks for notebook 09 (Luong attention); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``H`` hidden size,
+Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``d_hid`` hidden size,
 ``L`` LSTM layers, ``V`` vocabulary, ``D`` half-window of local attention.
 
 The references: the concat score of every concatenated pair (9.1), which
@@ -52,8 +52,10 @@ def _reference_concat(query, keys, w_a, b_a, v_a):
     tq, ts = query.shape[1], keys.shape[1]
     pairs = torch.cat(
         (query[:, :, None, :].expand(-1, -1, ts, -1), keys[:, None, :, :].expand(-1, tq, -1, -1)), dim=-1
-    )  # (B, Tq, Ts, 2H): [h_t; h̄_s] for every pair
-    return torch.tanh(pairs @ w_a.T + b_a) @ v_a  # (B, Tq, Ts, 2H) @ (2H, A) -> (B, Tq, Ts, A) -> (B, Tq, Ts)
+    )  # (B, Tq, Ts, 2 d_hid): [h_t; h̄_s] for every pair
+    return (
+        torch.tanh(pairs @ w_a.T + b_a) @ v_a
+    )  # (B, Tq, Ts, 2 d_hid) @ (2 d_hid, A) -> (B, Tq, Ts, A) -> (B, Tq, Ts)
 
 
 def _concat(
@@ -75,11 +77,11 @@ def _concat(
     h = query.shape[-1]
     w_q, w_k = (
         (w_a[:, :h], w_a[:, h:]) if halves == "query first" else (w_a[:, h:], w_a[:, :h])
-    )  # (A, H) each
+    )  # (A, d_hid) each
     if not transpose:
         w_q, w_k = w_q.T, w_k.T
-    q = query @ w_q.T  # (B, Tq, H) @ (H, A) -> (B, Tq, A)
-    k = keys @ w_k.T  # (B, Ts, H) @ (H, A) -> (B, Ts, A): once for every step
+    q = query @ w_q.T  # (B, Tq, d_hid) @ (d_hid, A) -> (B, Tq, A)
+    k = keys @ w_k.T  # (B, Ts, d_hid) @ (d_hid, A) -> (B, Ts, A): once for every step
     if bias == "twice":
         q, k = q + b_a, k + b_a
     elif bias == "once":
@@ -108,8 +110,8 @@ CONCAT_FORBIDDEN = (
         (torch, "cat"),
         (torch, "concat"),
         (torch, "concatenate"),
-        hint="split W_a's columns instead: W_a [h_t; h̄_s] = W_a[:, :H] h_t + W_a[:, H:] h̄_s, so that no "
-        "pair is ever concatenated",
+        hint="split W_a's columns instead: W_a [h_t; h̄_s] = W_a[:, :d_hid] h_t + W_a[:, d_hid:] h̄_s, "
+        "so that no pair is ever concatenated",
     ),
 )
 
@@ -118,21 +120,23 @@ def concat_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     """Exercise 9.1: ``student_fn(query, keys, w_a, b_a, v_a) -> scores (B, Tq, Ts)``.
 
     Luong's *concat* score ``v_aᵀ tanh(W_a [h_t; h̄_s])`` (Luong et al., 2015, §3.1), with attnlib's
-    bias: ``query`` ``(B, Tq, H)`` decoder states, ``keys`` ``(B, Ts, H)`` encoder outputs, ``w_a``
-    ``(A, 2H)`` and ``b_a`` ``(A,)`` the weight and bias of ``nn.Linear(2H, A)`` applied to
+    bias: ``query`` ``(B, Tq, d_hid)`` decoder states, ``keys`` ``(B, Ts, d_hid)`` encoder outputs, ``w_a``
+    ``(A, 2 d_hid)`` and ``b_a`` ``(A,)`` the weight and bias of ``nn.Linear(2 d_hid, A)`` applied to
     ``[h_t; h̄_s]``, ``v_a`` ``(A,)``. The key half of ``W_a`` is applied to the keys once for all
     steps, and no pair is concatenated (``torch.cat`` is out of reach). Compared with the scores of
     every concatenated pair, as ``AttentionParams.score`` computes them.
     """
     cases = [
-        _concat_case("one decoder step: B=1, Tq=1, Ts=3, H=A=2", 1, 1, 3, 2, 2, seed=81),
-        _concat_case("every step at once: B=2, Tq=Ts=4, H=A=3", 2, 4, 4, 3, 3, seed=82),
-        _concat_case("B=2, Tq=3, Ts=5, H=2, A=4 (W_a maps to A != H features)", 2, 3, 5, 2, 4, seed=83),
-        _concat_case("a one-token source: B=3, Tq=2, Ts=1, H=3, A=2", 3, 2, 1, 3, 2, seed=84),
+        _concat_case("one decoder step: B=1, Tq=1, Ts=3, d_hid=A=2", 1, 1, 3, 2, 2, seed=81),
+        _concat_case("every step at once: B=2, Tq=Ts=4, d_hid=A=3", 2, 4, 4, 3, 3, seed=82),
+        _concat_case(
+            "B=2, Tq=3, Ts=5, d_hid=2, A=4 (W_a maps to A != d_hid features)", 2, 3, 5, 2, 4, seed=83
+        ),
+        _concat_case("a one-token source: B=3, Tq=2, Ts=1, d_hid=3, A=2", 3, 2, 1, 3, 2, seed=84),
     ]
     table = [
         (
-            "W_a meets [h_t; h̄_s], the query first: its first H columns multiply h_t and its last H "
+            "W_a meets [h_t; h̄_s], the query first: its first d_hid columns multiply h_t and its last d_hid "
             "columns h̄_s. You swapped the halves",
             {"halves": "key first"},
         ),
@@ -142,12 +146,12 @@ def concat_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             {"bias": "twice"},
         ),
         (
-            "nn.Linear(2H, A) has a bias: W_a [h_t; h̄_s] + b_a. Add b_a once, to one of the two halves",
+            "nn.Linear(2 d_hid, A) has a bias: W_a [h_t; h̄_s] + b_a. Add b_a once, to one of the two halves",
             {"bias": "none"},
         ),
         (
-            "w_a is an nn.Linear weight (A, 2H): its halves act as `query @ w_a[:, :H].T` and "
-            "`keys @ w_a[:, H:].T`",
+            "w_a is an nn.Linear weight (A, 2 d_hid): its halves act as `query @ w_a[:, :d_hid].T` and "
+            "`keys @ w_a[:, d_hid:].T`",
             {"transpose": False},
         ),
         ("the tanh is missing: v_aᵀ tanh(W_a [h_t; h̄_s] + b_a)", {"tanh": "none"}),
@@ -181,7 +185,7 @@ def _location(
 ):
     """Luong's location-based weights (eq. 8) with a knob per typical slip; defaults are right."""
     ts = mask.shape[1]
-    scores = query @ (w_a.T if transpose else w_a)  # (B, Tq, H) @ (H, S) -> (B, Tq, S)
+    scores = query @ (w_a.T if transpose else w_a)  # (B, Tq, d_hid) @ (d_hid, S) -> (B, Tq, S)
     scores = {"first": scores[..., :ts], "last": scores[..., -ts:], "all": scores}[rows]  # (B, Tq, Ts)
     if not softmax:
         return scores
@@ -206,17 +210,17 @@ def location_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     """Exercise 9.2: ``student_fn(query, w_a, mask) -> weights (B, Tq, Ts)``.
 
     Luong's *location-based* weights ``a_t = softmax(W_a h_t)`` (Luong et al., 2015, eq. 8): one
-    score per source position from the decoder state alone. ``query`` ``(B, Tq, H)``, ``w_a``
-    ``(S, H)`` the weight of ``nn.Linear(H, S, bias=False)`` with ``S >= Ts`` (one row per source
+    score per source position from the decoder state alone. ``query`` ``(B, Tq, d_hid)``, ``w_a``
+    ``(S, d_hid)`` the weight of ``nn.Linear(d_hid, S, bias=False)`` with ``S >= Ts`` (one row per source
     position; a source of ``Ts`` positions uses the first ``Ts`` rows), ``mask`` ``(B, Ts)`` True
     for real source tokens; padded positions get weight 0.
     """
     cases = [
-        _location_case("B=1, one step, S=Ts=H=5 (no padding)", 1, 1, 5, 5, [5], 5, seed=101),
+        _location_case("B=1, one step, S=Ts=d_hid=5 (no padding)", 1, 1, 5, 5, [5], 5, seed=101),
         _location_case(
             "B=2, S=8 rows for a source of Ts=6, the second padded", 2, 1, 4, 8, [6, 4], 6, seed=102
         ),
-        _location_case("B=2, three steps at once, S=H=5 rows, Ts=4", 2, 3, 5, 5, [4, 3], 4, seed=103),
+        _location_case("B=2, three steps at once, S=d_hid=5 rows, Ts=4", 2, 3, 5, 5, [4, 3], 4, seed=103),
     ]
     table = [
         (
@@ -225,7 +229,7 @@ def location_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             {"rows": "all"},
         ),
         ("position s is row s of W_a: keep the first Ts rows, not the last ones", {"rows": "last"}),
-        ("W_a is an nn.Linear weight (S, H): W_a h_t is `query @ w_a.T`", {"transpose": False}),
+        ("W_a is an nn.Linear weight (S, d_hid): W_a h_t is `query @ w_a.T`", {"transpose": False}),
         ("return the weights: softmax over the source positions", {"softmax": False}),
         (
             "padded positions got weight: leave them out of the softmax (masked_fill with -inf where "
@@ -374,22 +378,24 @@ LOCAL_P_CONFIG = {"hidden_size": 32, "half_window": 5, "mode": "p", "score": "co
 def _local_p_hints() -> dict[int, str]:
     """Exercise 9.4's hints, by the wrong count each slip gives."""
     h, d = LOCAL_P_CONFIG["hidden_size"], LOCAL_P_CONFIG["half_window"]
-    predictor = h * h + h  # W_p (H x H) and v_p (H): p_t = S sigmoid(v_pᵀ tanh(W_p h_t))
-    concat = 2 * h * h + h + h  # nn.Linear(2H, H) with its bias, and v
+    predictor = h * h + h  # W_p (d_hid x d_hid) and v_p (d_hid): p_t = S sigmoid(v_pᵀ tanh(W_p h_t))
+    concat = 2 * h * h + h + h  # nn.Linear(2 d_hid, d_hid) with its bias, and v
     right = predictor + concat
     return {
         predictor: "local-p also holds the scorer it uses inside its window: here concat, an "
-        "nn.Linear(2H, H) with its bias, and the vector v",
-        right - h * h: "p_t = S sigmoid(v_pᵀ tanh(W_p h_t)) has a matrix W_p before v_p: H x H more",
-        right - h: "one vector of H numbers is missing: count v_p, the bias of concat's nn.Linear(2H, H) "
-        "and concat's v, H numbers each",
-        right + h: "one vector of H numbers too many: neither W_p nor v_p has a bias (local-p's p_t has "
+        "nn.Linear(2 d_hid, d_hid) with its bias, and the vector v",
+        right - h * h: "p_t = S sigmoid(v_pᵀ tanh(W_p h_t)) has a matrix W_p before v_p: d_hid x d_hid more",
+        right - h: "one vector of d_hid numbers is missing: count v_p, the bias of concat's "
+        "nn.Linear(2 d_hid, d_hid) and concat's v, d_hid numbers each",
+        right + h: "one vector of d_hid numbers too many: neither W_p nor v_p has a bias (local-p's p_t has "
         "none, in Luong's formula or in attnlib)",
-        predictor + h * h: "that is W_p, v_p and a general scorer's H x H, or concat's nn.Linear(2H, H) "
+        predictor
+        + h
+        * h: "that is W_p, v_p and a general scorer's d_hid x d_hid, or concat's nn.Linear(2 d_hid, d_hid) "
         "alone: local-p holds p_t's W_p and v_p AND, with score='concat', the concat scorer "
-        "(nn.Linear(2H, H) with its bias, and v)",
-        right - h + h * h: "v_p is a vector: v_pᵀ tanh(W_p h_t) is one number per step, so v_p has H "
-        "entries, not H x H",
+        "(nn.Linear(2 d_hid, d_hid) with its bias, and v)",
+        right - h + h * h: "v_p is a vector: v_pᵀ tanh(W_p h_t) is one number per step, so v_p has d_hid "
+        "entries, not d_hid x d_hid",
         right + 2 * d + 1: f"the window of 2D+1 = {2 * d + 1} positions is fixed by the half-window "
         f"D={d}, a number you choose: neither D nor sigma = D/2 is a parameter",
         right + 1: "sigma = D/2 is a fixed number, not a parameter; nor is S, the source length",
@@ -398,8 +404,8 @@ def _local_p_hints() -> dict[int, str]:
 
 def local_p_parameters(n_parameters: Any) -> Verdict:
     """Exercise 9.4 (prediction): the number of parameters of
-    ``LocalAttention(32, half_window=5, mode="p", score="concat")``: local-p's ``W_p`` ``(H, H)`` and
-    ``v_p`` ``(H,)``, neither with a bias, plus its concat scorer, ``AttentionParams(32)``.
+    ``LocalAttention(32, half_window=5, mode="p", score="concat")``: local-p's ``W_p`` ``(d_hid, d_hid)`` and
+    ``v_p`` ``(d_hid,)``, neither with a bias, plus its concat scorer, ``AttentionParams(32)``.
     """
     with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
         expected = count_parameters(LocalAttention(**LOCAL_P_CONFIG))
@@ -409,8 +415,8 @@ def local_p_parameters(n_parameters: Any) -> Verdict:
         expected,
         _local_p_hints().get(
             whole_number(n_parameters),
-            "count every learned tensor: W_p (H x H) and v_p (H) of p_t, then the concat scorer's "
-            "nn.Linear(2H, H) with its bias, and its v",
+            "count every learned tensor: W_p (d_hid x d_hid) and v_p (d_hid) of p_t, then the concat "
+            "scorer's nn.Linear(2 d_hid, d_hid) with its bias, and its v",
         ),
     )
 
@@ -437,19 +443,21 @@ def _luong_decode(
     """All teacher-forced steps of a :class:`LuongDecoder` with input feeding, from its parts, each
     typical slip a knob; all knobs at their default give what the module computes."""
     b, h = targets.shape[0], decoder.hidden_size
-    feed = encoder_outputs.new_zeros(b, h) if first_feed == "zeros" else hidden[-1]  # h~_{-1}: (B, H)
+    feed = encoder_outputs.new_zeros(b, h) if first_feed == "zeros" else hidden[-1]  # h~_{-1}: (B, d_hid)
     state = (hidden, cell)
     all_logits = []
     for t in range(targets.shape[1]):
-        rnn_input = torch.cat((decoder.embedding(targets[:, t]), feed), dim=1)  # (B, 2H): [y_{t-1}; h~_{t-1}]
-        outputs, new_state = decoder.rnn(rnn_input.unsqueeze(1), state)  # (B, 1, H)
-        query = (new_state[0] if new_query else state[0])[layer].unsqueeze(1)  # (B, 1, H)
+        rnn_input = torch.cat(
+            (decoder.embedding(targets[:, t]), feed), dim=1
+        )  # (B, 2 d_hid): [y_{t-1}; h~_{t-1}]
+        outputs, new_state = decoder.rnn(rnn_input.unsqueeze(1), state)  # (B, 1, d_hid)
+        query = (new_state[0] if new_query else state[0])[layer].unsqueeze(1)  # (B, 1, d_hid)
         scores = decoder.attention.score(query, encoder_outputs)  # (B, 1, Ts)
         weights = masked_softmax(scores, mask[:, None, :] if masked else None)  # (B, 1, Ts)
-        context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
-        h_t = outputs.squeeze(1)  # (B, H): the top layer's new state
+        context = torch.bmm(weights, encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, d_hid) -> (B, d_hid)
+        h_t = outputs.squeeze(1)  # (B, d_hid): the top layer's new state
         pair = (context, h_t) if context_first else (h_t, context)
-        attentional = decoder.W_c(torch.cat(pair, dim=1))  # (B, 2H) -> (B, H)
+        attentional = decoder.W_c(torch.cat(pair, dim=1))  # (B, 2 d_hid) -> (B, d_hid)
         attentional = torch.tanh(attentional) if squash else attentional  # h~_t
         all_logits.append(decoder.fc(attentional if from_attentional else h_t))  # (B, V)
         feed = {"attentional": attentional, "state": h_t, "context": context, "zeros": feed}[feed_with]
@@ -473,7 +481,7 @@ def _decode_case(name: str, lengths: list[int], ts: int, steps: int, layers: int
     gen = generator(seed)
     targets = torch.randint(3, v, (b, steps), generator=gen)  # (B, T): y_{t-1} for t = 0 .. T-1
     hidden, cell = torch.randn(layers, b, h, generator=gen), torch.randn(layers, b, h, generator=gen)
-    encoder_outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
+    encoder_outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, d_hid)
     return Case(name, (decoder, targets, hidden, cell, encoder_outputs, source_mask(lengths, ts)))
 
 
@@ -483,8 +491,8 @@ def luong_decode(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     (Luong et al., 2015, §3.3), from its parts: the attentional state ``h̃_t`` of each step joins the
     embedded token of the next, starting from ``h̃_{-1} = 0``.
 
-    ``targets`` ``(B, T)`` the input tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
-    ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens. Compared with the module's own
+    ``targets`` ``(B, T)`` the input tokens, ``hidden`` and ``cell`` ``(L, B, d_hid)``, ``encoder_outputs``
+    ``(B, Ts, d_hid)``, ``mask`` ``(B, Ts)`` True for real source tokens. Compared with the module's own
     ``decoder(targets, hidden, cell, encoder_outputs, mask)``.
     """
     cases = [

@@ -28,7 +28,7 @@ def test_local_m_reference_is_what_local_attention_computes(half_window, step):
 
 def test_location_reference_is_a_linear_layer_then_a_masked_softmax():
     torch.manual_seed(0)
-    w_a = torch.nn.Linear(5, 8, bias=False)  # H=5 -> S=8 source positions
+    w_a = torch.nn.Linear(5, 8, bias=False)  # d_hid=5 -> S=8 source positions
     query, mask = torch.randn(2, 3, 5), torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
     with torch.no_grad():
         got = luong_attention._reference_location(query, w_a.weight, mask)
@@ -40,7 +40,7 @@ def test_location_reference_is_a_linear_layer_then_a_masked_softmax():
 
 def test_concat_reference_is_what_attention_params_scores():
     # Exercise 9.1's reference (every pair concatenated) and its right answer (the keys' half once)
-    # are attnlib's concat scorer, whose W_a has A = H outputs.
+    # are attnlib's concat scorer, whose W_a has A = d_hid outputs.
     torch.manual_seed(0)
     scorer = AttentionParams(3)
     query, keys = torch.randn(2, 4, 3), torch.randn(2, 5, 3)

@@ -371,7 +371,7 @@ def test_mismatched_hidden_sizes_raise():
         Seq2Seq(Encoder(V, 16, 1), Decoder(V, H, 1), "cpu")
     with pytest.raises(ValueError, match="agree on num_layers"):
         Seq2Seq(Encoder(V, H, 2), Decoder(V, H, 1), "cpu")
-    with pytest.raises(ValueError, match="with H=8"):
+    with pytest.raises(ValueError, match="with d_hid=8"):
         AttentionSimple(H)(torch.randn(1, 2, 4), torch.randn(2, 5, 4))
 
 

@@ -15,20 +15,20 @@ from tests.check.verdicts import crashes, stub
 
 def right_concat(query, keys, w_a, b_a, v_a):
     h = query.shape[-1]
-    q = query @ w_a[:, :h].T + b_a  # (B, Tq, H) @ (H, A) -> (B, Tq, A): the bias on the queries' half
-    k = keys @ w_a[:, h:].T  # (B, Ts, H) @ (H, A) -> (B, Ts, A): once for every step
+    q = query @ w_a[:, :h].T + b_a  # (B, Tq, d_hid) @ (d_hid, A) -> (B, Tq, A): the bias on the queries' half
+    k = keys @ w_a[:, h:].T  # (B, Ts, d_hid) @ (d_hid, A) -> (B, Ts, A): once for every step
     return torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v_a  # (B, Tq, Ts, A) @ (A,) -> (B, Tq, Ts)
 
 
 def right_concat_linear(query, keys, w_a, b_a, v_a):
     """Also right: nn.functional.linear on each half, einsum for v_a."""
-    w_q, w_k = w_a.chunk(2, dim=1)  # (A, H) each: the columns that meet h_t, then those that meet h̄_s
+    w_q, w_k = w_a.chunk(2, dim=1)  # (A, d_hid) each: the columns that meet h_t, then those that meet h̄_s
     energy = torch.tanh(F.linear(query, w_q)[:, :, None] + F.linear(keys, w_k, b_a)[:, None])
     return torch.einsum("bqsa,a->bqs", energy, v_a)
 
 
 def right_location(query, w_a, mask):
-    scores = query @ w_a[: mask.shape[1]].T  # (B, Tq, H) @ (H, Ts) -> (B, Tq, Ts)
+    scores = query @ w_a[: mask.shape[1]].T  # (B, Tq, d_hid) @ (d_hid, Ts) -> (B, Tq, Ts)
     return torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
 
 
@@ -42,23 +42,23 @@ def right_local_m(scores, mask, half_window, step):
 
 def good_luong_decode(decoder, targets, hidden, cell, encoder_outputs, mask):
     """The steps written from the equations, h~ fed from one step into the next."""
-    feed = encoder_outputs.new_zeros(targets.shape[0], decoder.hidden_size)  # h~_{-1} = 0: (B, H)
+    feed = encoder_outputs.new_zeros(targets.shape[0], decoder.hidden_size)  # h~_{-1} = 0: (B, d_hid)
     logits = []
     for t in range(targets.shape[1]):
-        rnn_input = torch.cat((decoder.embedding(targets[:, t]), feed), dim=1)  # (B, 2H)
-        outputs, (hidden, cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, H)
+        rnn_input = torch.cat((decoder.embedding(targets[:, t]), feed), dim=1)  # (B, 2 d_hid)
+        outputs, (hidden, cell) = decoder.rnn(rnn_input.unsqueeze(1), (hidden, cell))  # (B, 1, d_hid)
         scores = decoder.attention.score(outputs, encoder_outputs)  # (B, 1, Ts): the NEW state asks
         weights = torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
-        context = (weights @ encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, H) -> (B, H)
-        feed = torch.tanh(decoder.W_c(torch.cat((context, outputs.squeeze(1)), dim=1)))  # h~_t: (B, H)
+        context = (weights @ encoder_outputs).squeeze(1)  # (B, 1, Ts) @ (B, Ts, d_hid) -> (B, d_hid)
+        feed = torch.tanh(decoder.W_c(torch.cat((context, outputs.squeeze(1)), dim=1)))  # h~_t: (B, d_hid)
         logits.append(decoder.fc(feed))  # (B, V)
     return torch.stack(logits, dim=1)  # (B, T, V)
 
 
 def decode_with_masked_softmax(decoder, targets, hidden, cell, encoder_outputs, mask):
-    """Also right: attnlib.masked_softmax (notebook 03), the feed kept as (B, 1, H)."""
-    feed = encoder_outputs.new_zeros(targets.shape[0], 1, decoder.hidden_size)  # (B, 1, H)
-    embedded = decoder.embedding(targets)  # (B, T, H)
+    """Also right: attnlib.masked_softmax (notebook 03), the feed kept as (B, 1, d_hid)."""
+    feed = encoder_outputs.new_zeros(targets.shape[0], 1, decoder.hidden_size)  # (B, 1, d_hid)
+    embedded = decoder.embedding(targets)  # (B, T, d_hid)
     logits = []
     for t in range(targets.shape[1]):
         outputs, (hidden, cell) = decoder.rnn(
@@ -67,13 +67,17 @@ def decode_with_masked_softmax(decoder, targets, hidden, cell, encoder_outputs, 
         weights = attnlib.masked_softmax(
             decoder.attention.score(hidden[-1:].transpose(0, 1), encoder_outputs), mask[:, None, :]
         )  # (B, 1, Ts)
-        feed = torch.tanh(decoder.W_c(torch.cat((weights @ encoder_outputs, outputs), dim=2)))  # (B, 1, H)
+        feed = torch.tanh(
+            decoder.W_c(torch.cat((weights @ encoder_outputs, outputs), dim=2))
+        )  # (B, 1, d_hid)
         logits.append(decoder.fc(feed))  # (B, 1, V)
     return torch.cat(logits, dim=1)  # (B, T, V)
 
 
 H_P = LOCAL_P_CONFIG["hidden_size"]
-LOCAL_P = H_P * H_P + H_P + 2 * H_P * H_P + H_P + H_P  # W_p, v_p; concat's nn.Linear(2H, H) with bias, v
+LOCAL_P = (
+    H_P * H_P + H_P + 2 * H_P * H_P + H_P + H_P
+)  # W_p, v_p; concat's nn.Linear(2 d_hid, d_hid) with bias, v
 
 RIGHT = {
     "concat_scores": [right_concat, right_concat_linear],
@@ -114,7 +118,7 @@ def decode_slip(**knobs):
 
 
 def concat_keys_first(query, keys, w_a, b_a, v_a):
-    """The halves swapped: the first H columns taken for the keys'."""
+    """The halves swapped: the first d_hid columns taken for the keys'."""
     h = query.shape[-1]
     return torch.tanh((query @ w_a[:, h:].T)[:, :, None] + (keys @ w_a[:, :h].T + b_a)[:, None]) @ v_a
 
@@ -128,8 +132,8 @@ WRONG = {
     "concat_scores": [
         (concat_keys_first, "You swapped the halves"),
         (concat_slip(bias="twice"), "not on both"),
-        (concat_slip(bias="none"), "nn.Linear(2H, A) has a bias"),
-        (concat_slip(transpose=False), "`query @ w_a[:, :H].T`"),
+        (concat_slip(bias="none"), "nn.Linear(2 d_hid, A) has a bias"),
+        (concat_slip(transpose=False), "`query @ w_a[:, :d_hid].T`"),
         (concat_no_tanh, "the tanh is missing"),
         (concat_slip(tanh="outside"), "not tanh(v_aᵀ ...)"),
         (concat_slip(pairs=False), "each query must meet every key"),
@@ -187,10 +191,16 @@ WRONG = {
     "local_p_parameters": [
         (given(H_P * H_P + H_P), "also holds the scorer it uses inside its window"),
         (given(LOCAL_P - H_P * H_P), "has a matrix W_p before v_p"),
-        (given(LOCAL_P - H_P), "one vector of H numbers is missing"),
+        (given(LOCAL_P - H_P), "one vector of d_hid numbers is missing"),
         (given(LOCAL_P + H_P), "neither W_p nor v_p has a bias"),
-        (given(H_P * H_P + H_P + H_P * H_P), "a general scorer's H x H, or concat's nn.Linear(2H, H) alone"),
-        (given(2 * H_P * H_P + H_P), "a general scorer's H x H, or concat's nn.Linear(2H, H) alone"),
+        (
+            given(H_P * H_P + H_P + H_P * H_P),
+            "a general scorer's d_hid x d_hid, or concat's nn.Linear(2 d_hid, d_hid) alone",
+        ),
+        (
+            given(2 * H_P * H_P + H_P),
+            "a general scorer's d_hid x d_hid, or concat's nn.Linear(2 d_hid, d_hid) alone",
+        ),
         (given(LOCAL_P - H_P + H_P * H_P), "v_p is a vector"),
         (given(LOCAL_P + 2 * LOCAL_P_CONFIG["half_window"] + 1), "neither D nor sigma = D/2 is a parameter"),
         (given(LOCAL_P + 1), "sigma = D/2 is a fixed number"),
@@ -201,7 +211,7 @@ WRONG = {
 
 # ----------------------------------------------------------------------------- out of reach
 def _concat_by_scorer(query, keys, w_a, b_a, v_a):
-    """attnlib's concat scorer with the weights copied in (its width A is H, as in case 1)."""
+    """attnlib's concat scorer with the weights copied in (its width A is d_hid, as in case 1)."""
     with torch.random.fork_rng(devices=[]):  # its random init is overwritten
         scorer = attnlib.AttentionParams(query.shape[-1])
     with torch.no_grad():
