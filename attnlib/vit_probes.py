@@ -102,19 +102,23 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return below.to(torch.float64) + (ties.to(torch.float64) + 1) / 2
 
 
-def rank_correlation(a: torch.Tensor, b: torch.Tensor, *, atol: float = 1e-6) -> torch.Tensor:
+def rank_correlation(a: torch.Tensor, b: torch.Tensor, *, atol: float = 0.0) -> torch.Tensor:
     """Spearman's rank correlation along the last axis, ties given average ranks.
 
-    A score within ``atol`` of 0 counts as exactly 0 before ranking, so such scores tie. The
-    drop from occluding a blank patch is 0 in exact arithmetic, but two forward passes of
-    different batch sizes may round it to a few units in the last place, either side of 0;
-    ranked exactly, that noise would order the blank patches at random.
+    With the default ``atol=0.0`` this is plain Spearman's correlation, what
+    ``scipy.stats.spearmanr`` computes. A tolerance is for probability-scale scores such as
+    occlusion drops (notebook 14 passes ``atol=1e-6``): every score with ``|score| <= atol``
+    becomes exactly 0 before ranking, so such scores tie. That guards against rounding, where a
+    score that is 0 in exact arithmetic (the drop from occluding a blank patch) could come out a
+    few units in the last place either side of 0 and, ranked exactly, order those patches
+    arbitrarily. It also ties with the zeros every real score smaller than ``atol`` in size,
+    so choose ``atol`` for the scale of the scores, far below the differences that matter.
 
     Args:
         a: ``(..., N)`` scores.
         b: ``(..., N)`` scores, e.g. the occlusion drop of each patch.
-        atol: scores with ``|score| <= atol`` count as 0; ``0.0`` ranks the values as given
-            (what ``scipy.stats.spearmanr`` does).
+        atol: scores with ``|score| <= atol`` count as 0; the default ``0.0`` ranks the values
+            as given.
 
     Returns:
         ``(...,)`` float64 correlations in ``[-1, 1]``; NaN where one side is constant (no ranking).

@@ -252,16 +252,30 @@ def test_rank_correlation_equals_scipy_spearman_with_ties(rows, n, levels, seed)
 
 def test_rank_correlation_ties_scores_within_atol_of_zero():
     # ink of four patches (two blank) and their occlusion drops; the blank ones' drops are 0
-    # up to rounding, one of them a hair above 0: still a tie, so the two orders agree exactly
+    # up to rounding, one of them a hair above 0: with a tolerance still a tie, so the two
+    # orders agree exactly (notebook 14 passes atol=1e-6)
     ink = torch.tensor([[0.0, 0.0, 2.0, 1.0]])
     drop = torch.tensor([[0.0, 1e-7, 0.3, 0.1]])
-    assert rank_correlation(ink, drop).item() == pytest.approx(1.0, abs=1e-12)
-    assert rank_correlation(ink, -drop).item() == pytest.approx(-1.0, abs=1e-12)
+    assert rank_correlation(ink, drop, atol=1e-6).item() == pytest.approx(1.0, abs=1e-12)
+    assert rank_correlation(ink, -drop, atol=1e-6).item() == pytest.approx(-1.0, abs=1e-12)
     assert rank_correlation(ink, drop, atol=0.0).item() < 0.99  # ranked exactly, 1e-7 beats 0
     above = torch.tensor([[0.0, 2e-6, 0.3, 0.1]])  # beyond the tolerance: no longer a tie
-    assert rank_correlation(ink, above).item() < 0.99
+    assert rank_correlation(ink, above, atol=1e-6).item() < 0.99
     with pytest.raises(ValueError, match="atol >= 0"):
         rank_correlation(ink, drop, atol=-1.0)
+
+
+def test_rank_correlation_default_is_plain_spearman():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 12, generator=g) * 1e-7  # all within 1e-6 of 0: a tolerance would tie them all
+    b = torch.randn(3, 12, generator=g)
+    ours = rank_correlation(a, b)
+    for i in range(3):
+        theirs = scipy_stats.spearmanr(a[i].numpy(), b[i].numpy()).statistic
+        assert ours[i].item() == pytest.approx(theirs, abs=1e-12)
+    ink, drop = torch.tensor([[0.0, 0.0, 2.0, 1.0]]), torch.tensor([[0.0, 1e-7, 0.3, 0.1]])
+    assert rank_correlation(ink, drop).item() == rank_correlation(ink, drop, atol=0.0).item() < 0.99
 
 
 def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_data():
