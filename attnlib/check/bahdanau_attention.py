@@ -1,6 +1,6 @@
 """Exercise checks for notebook 08 (Bahdanau attention); see :mod:`attnlib.check._core`.
 
-Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``H`` hidden size,
+Shapes: ``B`` batch, ``Ts`` source length, ``Tq`` decoder steps scored at once, ``d_hid`` hidden size,
 ``L`` LSTM layers, ``V`` vocabulary. In the paper's notation (Bahdanau et al., 2015, appendix
 A.1.2, A.2.2): ``n`` the decoder state's width, ``2n`` an annotation's (forward and backward states
 concatenated, eq. 7), ``n'`` the alignment model's hidden width.
@@ -60,7 +60,7 @@ def decoder_case(
 ) -> Case:
     """One decoder step's inputs: ``(decoder, x, hidden, cell, encoder_outputs, mask, *more)``.
 
-    ``make_decoder(V, H, L)`` builds the decoder (under ``seed``); ``mask`` ``(B, Ts)`` marks the real
+    ``make_decoder(V, d_hid, L)`` builds the decoder (under ``seed``); ``mask`` ``(B, Ts)`` marks the real
     tokens of sources of these ``lengths``; ``extra`` are the widths of further random ``(B, width)``
     inputs (Luong's ``feed``).
     """
@@ -70,18 +70,18 @@ def decoder_case(
     gen = generator(seed)
     x = torch.randint(3, v, (b,), generator=gen)  # (B,) previous tokens
     hidden, cell = torch.randn(layers, b, h, generator=gen), torch.randn(layers, b, h, generator=gen)
-    outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, H)
+    outputs = torch.randn(b, ts, h, generator=gen)  # (B, Ts, d_hid)
     more = tuple(torch.randn(b, width, generator=gen) for width in extra)
     return Case(name, (decoder, x, hidden, cell, outputs, source_mask(lengths, ts), *more))
 
 
 def _step(decoder, x, hidden, cell, encoder_outputs, mask, *, context_first=False):
     """A decoder step built from ``decoder``'s parts, with the order of the LSTM input as a knob."""
-    embedded = decoder.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, H)
+    embedded = decoder.embedding(x.unsqueeze(1))  # (B,) -> (B, 1, d_hid)
     weights = decoder.attention(hidden, encoder_outputs, mask)  # (B, Ts)
-    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, H) -> (B, 1, H)
+    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, Ts) @ (B, Ts, d_hid) -> (B, 1, d_hid)
     pair = (context, embedded) if context_first else (embedded, context)
-    outputs, (hidden, cell) = decoder.rnn(torch.cat(pair, dim=2), (hidden, cell))  # (B, 1, H)
+    outputs, (hidden, cell) = decoder.rnn(torch.cat(pair, dim=2), (hidden, cell))  # (B, 1, d_hid)
     return decoder.fc(outputs.squeeze(1)), hidden, cell  # (B, V)
 
 
@@ -99,8 +99,8 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
     """Exercise 8.3 (find the bug): ``student_fn(decoder, x, hidden, cell, encoder_outputs, mask)
     -> (logits, hidden, cell)``, one step of ``decoder``, a :class:`DecoderWithAttention`.
 
-    ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, H)``, ``encoder_outputs``
-    ``(B, Ts, H)``, ``mask`` ``(B, Ts)`` True for real source tokens; ``logits`` ``(B, V)``.
+    ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, d_hid)``, ``encoder_outputs``
+    ``(B, Ts, d_hid)``, ``mask`` ``(B, Ts)`` True for real source tokens; ``logits`` ``(B, V)``.
     """
     title = "Exercise 8.3 — find the bug in the decoder step"
     cases = [

@@ -1,7 +1,7 @@
 """Exercise checks for notebook 07 (seq2seq without attention); see :mod:`attnlib.check._core`.
 
-Shapes: ``N`` sequences, ``B`` batch, ``Ts`` source length, ``H`` hidden size, ``L`` LSTM layers,
-``V`` vocabulary.
+Shapes: ``N`` sequences, ``B`` batch, ``Ts`` source length, ``H`` hidden size (``d_hid`` in the
+hints, as in the notebooks), ``L`` LSTM layers, ``V`` vocabulary.
 
 The references are attnlib's own code: :func:`attnlib.data.pad_sequences` and ``Seq2Seq.encode``.
 Inputs come from local ``torch.Generator`` s and models are built inside
@@ -153,11 +153,14 @@ def _context_hint(answer: Any, length: int) -> str:
     hints = {
         layers * h: "an LSTM hands over two states, hidden *and* cell: count both",
         2 * h: f"each of the {layers} layers has its own hidden and cell state",
-        h: f"count every layer's hidden and cell state: two tensors of shape (L, B, H) = ({layers}, 1, {h})",
-        4 * layers * h: "Seq2Seq.encode adds the two directions' final states: (2L, B, H) -> (L, B, H)",
+        h: f"count every layer's hidden and cell state: two tensors of shape (L, B, d_hid) "
+        f"= ({layers}, 1, {h})",
+        4 * layers * h: "Seq2Seq.encode adds the two directions' final states: "
+        "(2L, B, d_hid) -> (L, B, d_hid)",
     }
     generic = (
-        "Seq2Seq.encode hands the decoder `hidden` and `cell`, each (L, B, H) after adding the two directions"
+        "Seq2Seq.encode hands the decoder `hidden` and `cell`, each (L, B, d_hid) after adding the two "
+        "directions"
     )
     if not isinstance(answer, (int, float)) or isinstance(answer, bool):
         return generic

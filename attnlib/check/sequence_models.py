@@ -1,7 +1,7 @@
 """Exercise checks for notebook 06 (sequence models: embeddings, LSTMs, cross-entropy, the
 training loop); see attnlib.check._core.
 
-Shapes: ``B`` batch, ``T`` steps, ``D`` input width, ``H`` hidden size, ``V`` vocabulary,
+Shapes: ``B`` batch, ``T`` steps, ``D`` input width, ``d_hid`` hidden size, ``V`` vocabulary,
 ``Tt`` target length (SOS ... EOS).
 
 The references are PyTorch's own: ``nn.GRUCell`` for the GRU cell, ``F.cross_entropy`` with
@@ -73,7 +73,7 @@ def _reference_gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
             strict=True,
         ):
             getattr(cell, name).copy_(value)
-        return cell(x, h)  # (B, H)
+        return cell(x, h)  # (B, d_hid)
 
 
 def _gru_variant(*, order="rzn", reset="after_bias", mix="torch", candidate=torch.tanh, out="h"):
@@ -86,12 +86,14 @@ def _gru_variant(*, order="rzn", reset="after_bias", mix="torch", candidate=torc
     def step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
         hidden_size = h.shape[1]
         at = {name: order.index(name) for name in "rzn"}
-        from_x = (x @ weight_ih.T + bias_ih).chunk(3, dim=1)  # (B, D) @ (D, 3H) -> 3 x (B, H)
-        from_h = (h @ weight_hh.T + bias_hh).chunk(3, dim=1)  # (B, H) @ (H, 3H) -> 3 x (B, H)
+        from_x = (x @ weight_ih.T + bias_ih).chunk(3, dim=1)  # (B, D) @ (D, 3 d_hid) -> 3 x (B, d_hid)
+        from_h = (h @ weight_hh.T + bias_hh).chunk(
+            3, dim=1
+        )  # (B, d_hid) @ (d_hid, 3 d_hid) -> 3 x (B, d_hid)
         r = torch.sigmoid(from_x[at["r"]] + from_h[at["r"]])
         z = torch.sigmoid(from_x[at["z"]] + from_h[at["z"]])
         rows = slice(at["n"] * hidden_size, (at["n"] + 1) * hidden_size)
-        w_hn, b_hn = weight_hh[rows], bias_hh[rows]  # (H, H), (H,)
+        w_hn, b_hn = weight_hh[rows], bias_hh[rows]  # (d_hid, d_hid), (d_hid,)
         x_n = from_x[at["n"]]
         if reset == "after_bias":  # nn.GRU
             n = candidate(x_n + r * (h @ w_hn.T + b_hn))
@@ -111,9 +113,10 @@ def _gru_variant(*, order="rzn", reset="after_bias", mix="torch", candidate=torc
 def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     """Exercise 6.1: ``student_fn(x, h, weight_ih, weight_hh, bias_ih, bias_hh) -> h_new``.
 
-    ``x`` ``(B, D)``, ``h`` ``(B, H)``, the weights and biases of ``nn.GRUCell(D, H)``
-    (``weight_ih`` ``(3H, D)``, ``weight_hh`` ``(3H, H)``, biases ``(3H,)``, rows in the order
-    reset ``r``, update ``z``, new ``n``); returns ``h_new`` ``(B, H)`` as ``nn.GRUCell`` does.
+    ``x`` ``(B, D)``, ``h`` ``(B, d_hid)``, the weights and biases of ``nn.GRUCell(D, d_hid)``
+    (``weight_ih`` ``(3 d_hid, D)``, ``weight_hh`` ``(3 d_hid, d_hid)``, biases ``(3 d_hid,)``,
+    rows in the order reset ``r``, update ``z``, new ``n``); returns ``h_new`` ``(B, d_hid)`` as
+    ``nn.GRUCell`` does.
     """
     gen = generator(61)
 
@@ -132,19 +135,19 @@ def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         )
 
     cases = [
-        case("B=1, D=2, H=2", 1, 2, 2),
-        case("B=3, D=4, H=3", 3, 4, 3),
-        case("B=2, D=3, H=5, larger weights", 2, 3, 5, scale=2.0),
-        case("B=2, D=3, H=4, from h = 0", 2, 3, 4, zero_h=True),
+        case("B=1, D=2, d_hid=2", 1, 2, 2),
+        case("B=3, D=4, d_hid=3", 3, 4, 3),
+        case("B=2, D=3, d_hid=5, larger weights", 2, 3, 5, scale=2.0),
+        case("B=2, D=3, d_hid=4, from h = 0", 2, 3, 4, zero_h=True),
     ]
     mistakes = [
         Mistake(
             "nn.GRU stacks the rows of its weights as reset r, update z, new n (in that order): the "
-            "first H rows belong to r",
+            "first d_hid rows belong to r",
             _gru_variant(order="zrn"),
         ),
         Mistake(
-            "the rows come in the order r, z, n: the candidate n uses the last H rows",
+            "the rows come in the order r, z, n: the candidate n uses the last d_hid rows",
             _gru_variant(order="rnz"),
         ),
         Mistake(
@@ -288,7 +291,7 @@ class _TinyLM(nn.Module):
         self.fc = nn.Linear(hidden, vocab_size)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        outputs, _ = self.rnn(self.embedding(tgt[:, :-1]))  # (B, Tt-1, H)
+        outputs, _ = self.rnn(self.embedding(tgt[:, :-1]))  # (B, Tt-1, d_hid)
         return self.fc(outputs)  # (B, Tt-1, V)
 
 

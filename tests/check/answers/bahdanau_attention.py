@@ -25,9 +25,9 @@ def right_all_steps_einsum(queries, keys, W_a, U_a, v_a):  # noqa: N803
 
 
 def right_step(decoder, x, hidden, cell, encoder_outputs, mask):
-    embedded = decoder.embedding(x.unsqueeze(1))  # (B, 1, H)
+    embedded = decoder.embedding(x.unsqueeze(1))  # (B, 1, d_hid)
     weights = decoder.attention(hidden, encoder_outputs, mask)  # (B, Ts)
-    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, H)
+    context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, d_hid)
     outputs, (hidden, cell) = decoder.rnn(torch.cat((embedded, context), dim=2), (hidden, cell))
     return decoder.fc(outputs.squeeze(1)), hidden, cell
 

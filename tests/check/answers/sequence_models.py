@@ -14,7 +14,7 @@ from tests.check.verdicts import stub
 
 
 def right_gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh):
-    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, dim=1)  # (B, 3H) -> 3 x (B, H)
+    x_r, x_z, x_n = (x @ weight_ih.T + bias_ih).chunk(3, dim=1)  # (B, 3 d_hid) -> 3 x (B, d_hid)
     h_r, h_z, h_n = (h @ weight_hh.T + bias_hh).chunk(3, dim=1)
     r = torch.sigmoid(x_r + h_r)
     z = torch.sigmoid(x_z + h_z)
@@ -73,7 +73,7 @@ def _nll(lo, g):
 WRONG = {
     "gru_cell": [
         (sequences._gru_variant(order="zrn"), "reset r, update z, new n"),
-        (sequences._gru_variant(order="rnz"), "the candidate n uses the last H rows"),
+        (sequences._gru_variant(order="rnz"), "the candidate n uses the last d_hid rows"),
         (sequences._gru_variant(reset="before_matrix"), "the form of Cho et al. (2014)"),
         (sequences._gru_variant(reset="before_bias"), "b_hn sits inside the product with r"),
         (sequences._gru_variant(mix="swapped"), "z and 1 - z are swapped"),
