@@ -62,7 +62,9 @@ PATHS = {
 }
 PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 SEED_CALL = re.compile(r"torch\.manual_seed\(0\)")
-TRAINS = re.compile(r"(?<![.\w])(train|fit|train_or_load)\(|\b(attnlib|training)\.(train|train_or_load)\(")  # as conftest.py
+TRAINS = re.compile(
+    r"(?<![.\w])(train|fit|train_or_load)\(|\b(attnlib|training)\.(train|train_or_load)\("
+)  # as conftest.py
 TRUTH_LINE = re.compile(r"^(?P<statement>.+?): (?P<holds>True|False)\b")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 from torch import nn
 
 from ..data import PairDataset, Vocab
@@ -21,21 +22,28 @@ from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_ne
 from .explorers import explorer
 from .heatmaps import CMAP, plot_attention, replot_attention
 
+_BLOCK = "#d62728"  # the outline of a block in plot_alignments: red on viridis, mid-grey in greyscale
+
 __all__ = ["alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot_alignments"]
 
 
 def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
     """Draw one decoder step with attention, in Bahdanau's order or in Luong's.
 
-    Both in Luong's symbols: decoder states ``h_t``, encoder outputs ``h̄_s``, weights ``a_t``,
-    context ``c_t``. Bahdanau et al. (2015) score the *previous* state ``h_{t-1}`` and feed
-    ``c_t`` into the LSTM; Luong et al. (2015, §3) step the LSTM first, score the *new* state
-    ``h_t``, and predict from ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the
-    next step. Luong's panel shows the LSTM's recurrent input as :class:`~attnlib.LuongDecoder`
-    computes it: the previous state ``h_{t-1}`` with its LSTM memory cell (not drawn as ``c``, the
-    context's symbol), and ``[y_{t-1}; h̃_{t-1}]`` with input feeding (``input_feeding=True``, the
-    default; without it, ``y_{t-1}`` alone). The dashed input-feeding arrow carries ``h̃_t`` to
-    step ``t+1``.
+    Each panel in its paper's symbols (counting output steps ``t`` from 1, as the papers do).
+    Bahdanau et al. (2015, §3.1 and appendix A.2.2), in notebook 08's letters: the *previous*
+    decoder state ``s_{t-1}`` is scored against the annotations ``h_j``, the context ``c_t``
+    enters the recurrent step with ``y_{t-1}`` and gives the new state ``s_t`` (carried to step
+    ``t+1``), and the next token is predicted by a deep output, a maxout layer over
+    ``s_{t-1}``, ``y_{t-1}`` and ``c_t`` followed by a softmax (A.2.2; eq. 4 writes ``s_t``).
+    The recurrent step is drawn as an LSTM, the series' unit (the paper's is a gated unit).
+    Luong et al. (2015, §3) use ``h_t`` for the decoder state and ``h̄_s`` for the encoder
+    outputs: they step the LSTM first, score the *new* state ``h_t``, and predict from
+    ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the next step. Luong's panel
+    shows the LSTM's recurrent input as :class:`~attnlib.LuongDecoder` computes it: the previous
+    state ``h_{t-1}`` with its LSTM memory cell (not drawn as ``c``, the context's symbol), and
+    ``[y_{t-1}; h̃_{t-1}]`` with input feeding (``input_feeding=True``, the default; without it,
+    ``y_{t-1}`` alone). The dashed input-feeding arrow carries ``h̃_t`` to step ``t+1``.
 
     Args:
         kind: ``"bahdanau"`` or ``"luong"``.
@@ -50,23 +58,33 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
     enc_x, dec_x, mid_x = 2.6, 0.0, 1.3
     wide = 1.9
     if kind == "bahdanau":
-        query, y = (
-            "$h_{t-1}$",
-            {"query": 0.0, "score": 1.3, "context": 2.6, "lstm": 3.9, "state": 5.2, "out": 6.5},
-        )
-        box(ax, dec_x, y["query"], query, DECODER)
-        box(ax, enc_x, y["query"], r"$\bar h_1 \dots \bar h_{T_s}$", ENCODER, width=1.4)
+        y = {"query": 0.0, "score": 1.3, "context": 2.6, "lstm": 3.9, "state": 5.2, "out": 6.5}
+        box(ax, dec_x, y["query"], "$s_{t-1}$", DECODER)
+        box(ax, enc_x, y["query"], "$h_1 \\dots h_{T_s}$", ENCODER, width=1.4)
         ax.text(-1.45, y["lstm"], "$y_{t-1}$", ha="center", va="center", fontsize=11)
         arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
         box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
-        arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["lstm"] - 0.3))  # h_{t-1} into the LSTM
+        arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["lstm"] - 0.3))  # s_{t-1} into the LSTM
         arrow(ax, (mid_x - 0.3, y["context"] + 0.3), (dec_x + 0.3, y["lstm"] - 0.3), color=CONTEXT)
-        box(ax, dec_x, y["state"], "$h_t$", DECODER)
+        box(ax, dec_x, y["state"], "$s_t$", DECODER)
         arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["state"] - 0.3))
-        box(ax, dec_x, y["out"], r"softmax$(W h_t)$", "#3b528b", width=wide)
-        arrow(ax, (dec_x, y["state"] + 0.3), (dec_x, y["out"] - 0.3))
-        title = "Bahdanau: attend with $h_{t-1}$, then step"
-        note = "$c_t$ enters the LSTM with $y_{t-1}$"
+        arrow(ax, (dec_x + 0.45, y["state"]), (dec_x + 1.6, y["state"]), color="grey")
+        ax.text(dec_x + 1.65, y["state"], "to step $t+1$", ha="left", va="center", fontsize=9, color="grey")
+        # The deep output (A.2.2) reads s_{t-1}, y_{t-1} and c_t, not the new state s_t.
+        box(ax, dec_x, y["out"], "maxout$(s_{t-1}, y_{t-1}, c_t)$,\nsoftmax", "#3b528b", width=2.4)
+        ax.plot(
+            [dec_x - 0.45, -2.05, -2.05, dec_x - 1.2],
+            [y["query"], y["query"], y["out"], y["out"]],
+            color="grey",
+            lw=0.9,
+            ls="--",
+        )  # s_{t-1} up to the output layer
+        arrow(ax, (-2.05, y["out"]), (dec_x - 1.2, y["out"]), color="grey", ls="--")
+        arrow(ax, (-1.45, y["lstm"] + 0.25), (dec_x - 0.8, y["out"] - 0.3), color="grey")  # y_{t-1}
+        arrow(ax, (mid_x + 0.2, y["context"] + 0.3), (dec_x + 0.9, y["out"] - 0.3), color=CONTEXT)
+        title = "Bahdanau: attend with $s_{t-1}$, then step"
+        note = "$c_t$ enters the LSTM\nand the output layer"
+        weights, context = "$\\alpha_t$", r"$c_t = \sum_j \alpha_{tj} h_j$"
     else:
         y = {"prev": -1.3, "lstm": 0.0, "query": 1.3, "score": 2.6, "context": 3.9, "state": 5.2, "out": 6.5}
         # The LSTM's recurrent input: its previous states, and (input feeding, §3.3) h̃_{t-1}
@@ -98,14 +116,16 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
         )
         title = "Luong: step, then attend with $h_t$"
         note = r"$c_t$ joins $h_t$ in $\tilde h_t$"
-    box(ax, mid_x, y["score"], "score, softmax: $a_t$", WEIGHT, width=wide)
+        weights, context = "$a_t$", r"$c_t = \sum_s a_t(s) \bar h_s$"
+    box(ax, mid_x, y["score"], f"score, softmax: {weights}", WEIGHT, width=wide)
     arrow(ax, (dec_x + 0.3, y["query"] + 0.3), (mid_x - 0.3, y["score"] - 0.3), color=QUERY, lw=1.6)
     arrow(ax, (enc_x - 0.2, y["query"] + 0.3), (mid_x + 0.3, y["score"] - 0.3))
-    box(ax, mid_x, y["context"], r"$c_t = \sum_s a_t(s) \bar h_s$", CONTEXT, width=wide)
+    box(ax, mid_x, y["context"], context, CONTEXT, width=wide)
     arrow(ax, (mid_x, y["score"] + 0.3), (mid_x, y["context"] - 0.3))
     arrow(ax, (enc_x + 0.1, y["query"] + 0.3), (mid_x + 0.8, y["context"] - 0.3))
     ax.text(dec_x, y["out"] + 0.6, "$y_t$", ha="center", va="center", fontsize=11)
-    ax.text(enc_x - 0.6, y["out"], note, ha="left", va="center", fontsize=9)
+    note_x = enc_x - 0.3 if kind == "bahdanau" else enc_x - 0.6  # right of the wider maxout box
+    ax.text(note_x, y["out"], note, ha="left", va="center", fontsize=9)
     ax.set(xlim=(-2.3, 4.0), ylim=(-1.9, 7.4), title=title)
     ax.set_axis_off()
     return ax
@@ -137,11 +157,25 @@ def plot_alignments(
     *,
     cols: int | None = None,
     panel_size: float = 3.0,
+    blocks: Mapping[str, tuple[range, range]] | None = None,
 ):
     """One heatmap per model for the same source ``text``, in a grid of ``cols`` columns.
 
     Each panel's rows are that model's own output tokens (models may write different
     outputs); its title gives the model's name and output.
+
+    Args:
+        models: name -> model, one panel each.
+        text: the source string.
+        src_vocab, tgt_vocab: the vocabularies of the source and the target.
+        cols: panels per row; all in one row if None.
+        panel_size: height of a panel in inches.
+        blocks: name -> ``(output rows, source columns)``, both 0-based ranges: a dashed box
+            outlined on every panel, so that the eye finds the same block in each; the first
+            panel names it. Rows past a panel's output are clipped.
+
+    Returns:
+        The figure.
     """
     results = {name: translate(m, text, src_vocab, tgt_vocab) for name, m in models.items()}
     cols = cols or len(results)
@@ -163,6 +197,30 @@ def plot_alignments(
         if i % cols == 0:
             ax.set_ylabel("output character")
         ax.set_title(f"{name}: {output}", fontsize=9)
+        for label, (rows_in, cols_in) in (blocks or {}).items():
+            ax.add_patch(
+                Rectangle(
+                    (cols_in.start - 0.5, rows_in.start - 0.5),
+                    len(cols_in),
+                    len(rows_in),
+                    fill=False,
+                    ec=_BLOCK,
+                    lw=1.8,
+                    ls="--",
+                    label=label,
+                )
+            )
+            if i == 0:
+                ax.text(
+                    cols_in.start - 0.8,
+                    (rows_in.start + rows_in.stop - 1) / 2,
+                    label,
+                    ha="right",
+                    va="center",
+                    fontsize=8,
+                    color=_BLOCK,
+                    bbox={"fc": "white", "ec": "none", "pad": 0.5},
+                )
     for j in range(len(results), rows * cols):
         axes[j // cols][j % cols].axis("off")
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")

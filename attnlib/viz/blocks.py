@@ -96,8 +96,9 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
     """Pick a pair of encoding dimensions and a position; see the pair turn on its circle.
 
     Left: the pair's sine and cosine over all positions. Middle: the same pair as points
-    ``(cos, sin)`` for positions ``0..p``, which walk round the unit circle at the pair's own
-    speed. Right: the whole encoding vector of position ``p``.
+    ``(sin, cos)``, in the order the table stores them (dimension ``2i`` across, ``2i + 1`` up),
+    for positions ``0..p``: they start at the top of the unit circle and walk round it clockwise
+    at the pair's own speed. Right: the whole encoding vector of position ``p``.
 
     Args:
         max_len: positions ``T`` shown.
@@ -136,9 +137,9 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
                 figure.set_layout_engine("constrained")
                 kept["pair"] = pair
             kept["now"].set_xdata([position, position])
-            kept["walk"].set_offsets(torch.stack([cos_col[seen], sin_col[seen]], 1).numpy())
+            kept["walk"].set_offsets(torch.stack([sin_col[seen], cos_col[seen]], 1).numpy())
             kept["walk"].set_array(positions[seen].numpy())
-            kept["here"].set_offsets([[float(cos_col[position]), float(sin_col[position])]])
+            kept["here"].set_offsets([[float(sin_col[position]), float(cos_col[position])]])
             for bar, value, colour in zip(kept["bars"], pe[position].tolist(), colours, strict=True):
                 bar.set_height(value)
                 bar.set_facecolor(colour)
@@ -155,16 +156,22 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
         kept["now"] = a1.axvline(position, color="grey", linestyle=":")
         a1.set(xlabel="position", ylabel="value", title=titles[0])
         kept["legend"] = a1.legend(loc="lower left", fontsize=8)
-        a2.plot(torch.cos(turn), torch.sin(turn), color="lightgrey")
+        a2.plot(torch.sin(turn), torch.cos(turn), color="lightgrey")
+        # (sin, cos) as the table stores the pair: position 0 sits at the top, (0, 1)
         kept["walk"] = a2.scatter(
-            cos_col[seen], sin_col[seen], c=positions[seen], cmap=CMAP, vmin=0, vmax=max_len - 1, s=12
+            sin_col[seen], cos_col[seen], c=positions[seen], cmap=CMAP, vmin=0, vmax=max_len - 1, s=12
         )
         kept["here"] = a2.scatter(
-            cos_col[position], sin_col[position], color="#fde725", edgecolor="black", s=60, zorder=3
+            sin_col[position], cos_col[position], color="#fde725", edgecolor="black", s=60, zorder=3
         )
         # fixed limits round the unit circle: a redraw moves the points without rescaling
         a2.set(
-            xlabel="cos", ylabel="sin", title=titles[1], aspect="equal", xlim=(-1.1, 1.1), ylim=(-1.1, 1.1)
+            xlabel="sin (dim 2i)",
+            ylabel="cos (dim 2i + 1)",
+            title=titles[1],
+            aspect="equal",
+            xlim=(-1.1, 1.1),
+            ylim=(-1.1, 1.1),
         )
         kept["bars"] = a3.bar(range(dim), pe[position], color=colours)
         a3.set(xlabel="dimension", ylabel="value", ylim=(-1.1, 1.1), title=titles[2])

@@ -21,7 +21,7 @@ from .drawing import axes_or_new
 from .explorers import explorer, kept_figure, retitle
 from .heatmaps import CMAP
 
-__all__ = ["receptive_field_explorer", "rope_score_figure", "tiling_diagram"]
+__all__ = ["gpu_memory_diagram", "receptive_field_explorer", "rope_score_figure", "tiling_diagram"]
 
 
 def tiling_diagram(
@@ -105,6 +105,65 @@ def tiling_diagram(
         ylabel="query position (blocks of Q)",
         title=f"T={size}, tiles of {block}x{block}, {band}: one tile exists at a time",
     )
+    return ax
+
+
+def gpu_memory_diagram(ax=None):
+    """The two GPU memories that FlashAttention is about, and the tiles moving between them.
+
+    A large, slow box (HBM, the GPU's main memory, holding ``Q``, ``K``, ``V`` and ``O`` whole)
+    and a small, fast one (SRAM, on the chip, holding one tile at a time), with the A100 figures
+    of Dao et al. (2022, §2.1). One arrow loads blocks of ``Q``, ``K``, ``V`` into SRAM; the other
+    writes a finished block of ``O`` back. The ``T x T`` scores and weights stay in SRAM, tile by
+    tile. Sizes are not to scale (the real HBM holds 200,000 to 400,000 times what one SM's SRAM holds).
+
+    Args:
+        ax: matplotlib axes to draw on (a new figure if None).
+
+    Returns:
+        The axes. The two memories are the patches with gid ``"HBM"`` and ``"SRAM"``; the two
+        arrows are annotations with gid ``"load"`` (HBM to SRAM) and ``"write"`` (SRAM to HBM).
+    """
+    ax = axes_or_new(ax, (9.0, 3.8))
+    palette = plt.get_cmap(CMAP)
+    slow, fast, data = palette(0.2), palette(0.85), palette(0.55)
+    ax.add_patch(Rectangle((0.2, 0.4), 4.6, 4.8, facecolor=slow, edgecolor="black", gid="HBM"))
+    ax.text(
+        2.5,
+        4.75,
+        "HBM: large, slow (off the chip)\nA100: 40-80 GB, 1.5-2.0 TB/s",
+        ha="center",
+        va="center",
+        color="white",
+        fontsize=10,
+    )
+    for column, name in enumerate("QKVO"):  # each matrix whole, cut into blocks of rows
+        x = 0.6 + column * 1.05
+        for row in range(5):
+            ax.add_patch(Rectangle((x, 0.8 + row * 0.65), 0.75, 0.6, facecolor=data, edgecolor="white"))
+        ax.text(x + 0.375, 4.1, name, ha="center", va="center", color="white", fontsize=11)
+    ax.add_patch(Rectangle((6.8, 1.5), 3.4, 2.4, facecolor=fast, edgecolor="black", gid="SRAM"))
+    ax.text(
+        8.5,
+        3.35,
+        "SRAM: small, fast (on the chip)\nA100: 192 KB per SM, 108 SMs,\nabout 19 TB/s",
+        ha="center",
+        va="center",
+        color="black",
+        fontsize=8.5,
+    )
+    ax.add_patch(Rectangle((7.6, 1.8), 1.8, 0.8, facecolor=data, edgecolor="black"))
+    ax.text(8.5, 2.2, "one tile: S, P,\nm, $\\ell$, acc", ha="center", va="center", color="white", fontsize=8)
+    style = {"arrowstyle": "->", "lw": 1.6}
+    load = ax.annotate("", xy=(6.8, 3.0), xytext=(4.8, 3.0), arrowprops=style)
+    load.set_gid("load")
+    ax.text(5.82, 3.2, "load blocks\nof Q, K, V", ha="center", va="bottom", fontsize=9)
+    write = ax.annotate("", xy=(4.8, 1.2), xytext=(6.8, 2.0), arrowprops=style)
+    write.set_gid("write")
+    ax.text(5.82, 1.25, "write a block\nof O, once", ha="center", va="top", fontsize=9)
+    ax.set(xlim=(0, 10.4), ylim=(0, 5.6), aspect="equal")
+    ax.set_axis_off()
+    ax.set_title("The two GPU memories of FlashAttention (Dao et al., 2022, §2.1); not to scale", fontsize=10)
     return ax
 
 

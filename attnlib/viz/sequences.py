@@ -1,14 +1,15 @@
-"""An LSTM unrolled, traced gate by gate, and explored: the pictures of notebook 06.
+"""An LSTM unrolled, traced gate by gate, and explored; learning-rate schedules: the pictures of notebook 06.
 
 Shapes: ``B`` batch, ``T`` steps, ``D`` input (embedding) width, ``H`` hidden size, ``V``
 vocabulary.
 
-Drawn in notebook 06 (sequence models).
+Drawn in notebook 06 (sequence models); :func:`plot_lr_schedule` draws the schedule of
+``attnlib.training.train`` in notebook 07 and Vaswani et al.'s beside it in notebook 11.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -22,7 +23,7 @@ from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
 
-__all__ = ["gate_explorer", "lstm_diagram"]
+__all__ = ["gate_explorer", "lstm_diagram", "plot_lr_schedule"]
 
 
 def lstm_diagram(tokens: Sequence[str] = ("<sos>", "3", "5", "7"), *, ax: Any = None) -> Any:
@@ -200,3 +201,47 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
             continuous_update=True,
         ),
     )
+
+
+def plot_lr_schedule(schedules: Mapping[str, Sequence[float]], *, ax: Any = None) -> Any:
+    """Learning rate against optimiser step, one line per schedule, each peak marked.
+
+    Args:
+        schedules: name -> the learning rate of every step, in order (``History.lr`` of
+            :func:`attnlib.training.train`, or any schedule computed step by step). Step 1 is
+            the first entry.
+        ax: axes to draw into; a new figure when None.
+
+    Returns:
+        The axes.
+    """
+    if not schedules:
+        raise ValueError("expected at least one schedule, got none")
+    for name, rates in schedules.items():
+        if len(rates) == 0:
+            raise ValueError(f"expected the learning rate of every step for {name!r}, got an empty list")
+    ax = axes_or_new(ax, (6.5, 3.4))
+    styles = ["-", "--", "-.", ":"]
+    colours = ["#3b528b", "#21918c", "#5ec962", "#440154"]  # viridis, without its pale yellow
+    for i, (name, rates) in enumerate(schedules.items()):
+        rates = [float(r) for r in rates]
+        steps = range(1, len(rates) + 1)
+        colour = colours[i % 4]
+        ax.plot(steps, rates, styles[i % 4], color=colour, lw=1.8, label=name)
+        peak = max(range(len(rates)), key=rates.__getitem__)  # the first step at the largest rate
+        ax.plot([peak + 1], [rates[peak]], "o", color=colour, ms=6)
+        ax.annotate(
+            f"peak {rates[peak]:.3g}\nat step {peak + 1}",
+            (peak + 1, rates[peak]),
+            xytext=(10, -10),
+            textcoords="offset points",
+            va="top",
+            fontsize=9,
+            color=colour,
+        )
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("learning rate")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
+    return ax

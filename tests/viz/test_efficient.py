@@ -69,3 +69,27 @@ def test_rope_score_figure_curves_coincide():
     assert list(first.get_ydata()) == pytest.approx(list(second.get_ydata()), abs=1e-4)
     assert fig.axes[0].get_xlabel().startswith("offset")
     plt.close(fig)
+
+
+def test_gpu_memory_diagram_moves_tiles_between_a_large_and_a_small_memory():
+    from attnlib.viz import gpu_memory_diagram
+
+    ax = gpu_memory_diagram()
+    boxes = {p.get_gid(): p for p in ax.patches if p.get_gid()}
+    hbm, sram = boxes["HBM"], boxes["SRAM"]
+    assert hbm.get_width() * hbm.get_height() > sram.get_width() * sram.get_height()
+    arrows = {t.get_gid(): t for t in ax.texts if t.get_gid() in ("load", "write")}
+
+    def inside_edge(point, box, tol=1e-9):
+        x, y = point
+        return (box.get_x() - tol <= x <= box.get_x() + box.get_width() + tol) and (
+            box.get_y() - tol <= y <= box.get_y() + box.get_height() + tol
+        )
+
+    load, write = arrows["load"], arrows["write"]  # annotate: from xyann (tail) to xy (head)
+    assert inside_edge(load.xyann, hbm) and inside_edge(load.xy, sram)
+    assert inside_edge(write.xyann, sram) and inside_edge(write.xy, hbm)
+    labels = " ".join(t.get_text() for t in ax.texts)
+    assert "40-80 GB" in labels and "192 KB per SM" in labels and "§2.1" in ax.get_title()
+    assert ax.figure.get_facecolor()[3] == 1.0  # opaque background
+    plt.close("all")

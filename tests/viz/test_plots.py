@@ -169,15 +169,83 @@ def test_transformer_layer_diagram_wraps_every_sublayer_in_a_residual(norm_first
     plt.close(ax.figure)
 
 
+@pytest.mark.parametrize("n_layers", [None, 3])
+def test_transformer_diagram_draws_both_stacks_in_the_order_they_run(n_layers):
+    from matplotlib.patches import Rectangle
+
+    from attnlib.viz import transformer_diagram
+
+    ax = transformer_diagram(n_layers)
+    texts = [t.get_text() for t in ax.texts]
+    boxes = {t.get_text(): t.get_position()[1] for t in ax.texts}  # label -> height of its centre
+    decoder = ["masked self-attention", "cross-attention", "feed-forward", "linear head: logits", "softmax"]
+    assert [boxes[name] for name in decoder] == sorted(boxes[name] for name in decoder)  # bottom to top
+    assert boxes["self-attention"] < boxes["feed-forward"] < boxes["memory: one vector per source token"]
+    assert texts.count("+ positional encoding") == 2 and texts.count("embedding $\\times\\sqrt{D}$") == 2
+    count = "N" if n_layers is None else str(n_layers)
+    assert sum(t.startswith(f"$\\times$ {count}\n") for t in texts) == 2  # one frame per stack
+    assert sum(isinstance(p, Rectangle) and p.get_linestyle() == "--" for p in ax.patches) == 2
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="expected n_layers a positive int"):
+        transformer_diagram(0)
+
+
+def test_decoding_loop_diagram_appends_one_token_per_step_until_eos():
+    from attnlib.viz import decoding_loop_diagram
+
+    ax = decoding_loop_diagram(list("2026"))
+    texts = [t.get_text() for t in ax.texts]
+    steps = [t.split() for t in texts if t.startswith("step ")]
+    assert [s[:2] for s in steps] == [["step", "1"], ["step", "2"], ["step", "3"], ["step", "5"]]
+    assert steps[0][2:] == ["<sos>", "→", "2"] and steps[1][2:] == ["<sos>", "2", "→", "0"]
+    assert steps[-1][2:] == ["<sos>", "2", "0", "2", "6", "→", "<eos>"]  # the whole target read, then EOS
+    assert "…" in texts and "encoder: runs once" in texts
+    plt.close(ax.figure)
+    short = [t.get_text() for t in decoding_loop_diagram(["a"]).texts if t.get_text().startswith("step ")]
+    assert [t.split()[2:] for t in short] == [["<sos>", "→", "a"], ["<sos>", "a", "→", "<eos>"]]
+    with pytest.raises(ValueError, match="at least one target token"):
+        decoding_loop_diagram([])
+
+
+def test_outline_cells_covers_exactly_its_cells():
+    from attnlib.viz import outline_cells
+
+    fig = plot_attention(torch.rand(6, 8))
+    ax = fig.axes[0]
+    box = outline_cells(ax, range(2, 4), range(5, 8), "day")
+    assert box.get_xy() == (4.5, 1.5) and (box.get_width(), box.get_height()) == (3, 2)
+    assert box.get_label() == "day" and "day" in [t.get_text() for t in ax.texts]
+    unnamed = outline_cells(ax, range(0, 1), range(0, 1))
+    assert unnamed.get_xy() == (-0.5, -0.5) and [t.get_text() for t in ax.texts].count("day") == 1
+    with pytest.raises(ValueError, match="non-empty ranges"):
+        outline_cells(ax, range(3, 3), range(0, 2))
+
+
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
 def test_decoder_step_diagram_puts_the_query_where_each_paper_does(kind):
     from attnlib.viz import decoder_step_diagram
 
     ax = decoder_step_diagram(kind)
     texts = [t.get_text() for t in ax.texts]
-    assert "score, softmax: $a_t$" in texts
-    assert ("$h_{t-1}$" in texts) == (kind == "bahdanau")  # Bahdanau scores the previous state
+    assert sum(t.startswith("score, softmax: ") for t in texts) == 1
+    assert ("$s_{t-1}$" in texts) == (kind == "bahdanau")  # Bahdanau scores the previous state
+    assert ("$h_t$" in texts) == (kind == "luong")  # Luong scores the new one
     assert any("tanh(W_c" in t for t in texts) == (kind == "luong")
+    plt.close(ax.figure)
+
+
+def test_decoder_step_diagram_draws_bahdanau_in_his_own_symbols():
+    from attnlib.viz import decoder_step_diagram
+
+    ax = decoder_step_diagram("bahdanau")
+    texts = [t.get_text() for t in ax.texts]
+    # Notebook 08's letters: decoder states s, annotations h_j, weights alpha (Bahdanau et al., §3.1).
+    assert {"$s_{t-1}$", "$s_t$", "$h_1 \\dots h_{T_s}$"} <= set(texts)
+    assert not any("bar h" in t or "h_{t-1}" in t or "softmax$(W h_t)$" in t for t in texts)
+    assert any("alpha_{tj} h_j" in t for t in texts)
+    # The deep output (appendix A.2.2) reads s_{t-1}, y_{t-1} and c_t through a maxout layer.
+    (output,) = [t for t in texts if "maxout" in t]
+    assert all(symbol in output for symbol in ("s_{t-1}", "y_{t-1}", "c_t", "softmax"))
     plt.close(ax.figure)
 
 
@@ -310,6 +378,22 @@ def test_dropout_controls_that_change_nothing_are_disabled(inputs, tokens, drawi
     assert not p.disabled and seed.disabled
 
 
+def test_positional_encoding_explorer_draws_each_pair_as_the_table_stores_it(monkeypatch):
+    from attnlib.blocks import sinusoidal_encoding
+    from attnlib.viz import positional_encoding_explorer
+    from tests.viz.test_explorers import record_shown
+
+    # the circle's points, read when shown: (x, y) = (PE[p, 2i], PE[p, 2i + 1]) = (sin, cos)
+    shown = record_shown(monkeypatch, lambda fig: fig.axes[1].collections[0].get_offsets().copy())
+    pe = sinusoidal_encoding(20, 8)  # (T, D)
+    pair, position = positional_encoding_explorer(max_len=20, dim=8).children[0].children
+    for i, p in [(0, 10), (2, 19), (1, 0)]:  # the last one redraws in place
+        pair.value, position.value = i, p
+        torch.testing.assert_close(
+            torch.as_tensor(shown[-1], dtype=torch.float), pe[: p + 1, 2 * i : 2 * i + 2]
+        )
+
+
 def test_transformer_explorers_controls_all_matter(drawings):
     from attnlib.viz import cross_attention_explorer, positional_encoding_explorer
 
@@ -363,3 +447,36 @@ def test_gate_explorer_controls_all_matter(drawings):
 
     box = gate_explorer(*_tiny_lstm_lm(), ["1357", "24680", "12"])
     assert assert_every_control_matters(box, drawings) >= 4
+
+
+def test_plot_alignments_outlines_each_block_on_every_panel_and_names_it_once():
+    from matplotlib.patches import Rectangle
+
+    from attnlib import DecoderWithAttention, Encoder, LuongDecoder, Seq2Seq, date_datasets, make_attention
+    from attnlib.viz import plot_alignments
+
+    _, test = date_datasets(10, n_test=5)
+    src_vocab, tgt_vocab = test.src_vocab, test.tgt_vocab
+    torch.manual_seed(0)
+    decoders = {
+        "bahdanau": DecoderWithAttention(len(tgt_vocab), 8, 1, make_attention("dot", 8)),
+        "luong": LuongDecoder(len(tgt_vocab), 8, 1, make_attention("general", 8)),
+    }
+    models = {name: Seq2Seq(Encoder(len(src_vocab), 8, 1), d, "cpu").eval() for name, d in decoders.items()}
+    blocks = {"year": (range(0, 4), range(4, 8)), "day": (range(9, 10), range(0, 1))}
+    fig = plot_alignments(models, "5.3.2024", src_vocab, tgt_vocab, blocks=blocks)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 2
+    for i, ax in enumerate(panels):
+        boxes = {p.get_label(): p for p in ax.patches if isinstance(p, Rectangle)}
+        assert set(boxes) == {"year", "day"}
+        # A block covers exactly its cells: column c spans c - 0.5 to c + 0.5 in imshow's coordinates.
+        assert boxes["year"].get_xy() == (3.5, -0.5)
+        assert (boxes["year"].get_width(), boxes["year"].get_height()) == (4, 4)
+        assert boxes["day"].get_xy() == (-0.5, 8.5)
+        names = [t.get_text() for t in ax.texts]
+        assert (sorted(names) == ["day", "year"]) == (i == 0)  # only the first panel names them
+    plt.close(fig)
+    plain = plot_alignments(models, "5.3.2024", src_vocab, tgt_vocab)
+    assert not any(isinstance(p, Rectangle) for ax in plain.axes for p in ax.patches)
+    plt.close(plain)

@@ -111,3 +111,50 @@ def test_the_true_next_token_is_teal_as_right_digits_are_in_07(monkeypatch):
     gate_explorer(TinyLM(len(vocab)), vocab, ["1357"])  # first drawn at step 2: after <sos> 1 3, then 5
     teal = [vocab.tokens(range(len(vocab)))[i] for i, colour in enumerate(bars[-1]) if colour == "#21918c"]
     assert teal == ["5"]
+
+
+def test_plot_lr_schedule_draws_what_train_used():
+    """The line is the schedule ``train`` recorded step by step, and the marked peak sits at the
+    end of the warm-up."""
+    from attnlib.data import PairDataset
+    from attnlib.training import train
+    from attnlib.viz import plot_lr_schedule
+
+    vocab = digit_vocab()
+    pairs = [(s, s) for s in ("12", "345", "6789", "01", "2468", "135", "97", "864")] * 5
+    data = PairDataset(pairs, vocab, vocab)
+
+    class Copy(TinyLM):
+        def forward(self, src, tgt):
+            outputs, _ = self.rnn(self.embedding(tgt[:, :-1]))  # (B, Tt-1, d_hid)
+            return self.fc(outputs)  # (B, Tt-1, V)
+
+    torch.manual_seed(0)
+    history = train(
+        Copy(len(vocab)), data, epochs=2, batch_size=4, lr=0.01, warmup=0.2, seed=0, progress=False, log=False
+    )
+    warm = round(0.2 * history.steps)
+    ax = plot_lr_schedule({"train": history.lr})
+    line, peak = ax.lines
+    assert list(line.get_xdata()) == list(range(1, history.steps + 1))
+    assert [float(v) for v in line.get_ydata()] == pytest.approx(history.lr)
+    assert (peak.get_xdata()[0], float(peak.get_ydata()[0])) == (warm, pytest.approx(0.01))
+    assert ax.get_xlabel() == "optimiser step" and ax.get_ylabel() == "learning rate"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["train"]
+    plt.close("all")
+
+
+def test_plot_lr_schedule_draws_one_line_and_one_peak_per_schedule():
+    from attnlib.viz import plot_lr_schedule
+
+    fig, ax = plt.subplots()
+    plot_lr_schedule({"rises then falls": [1.0, 3.0, 2.0], "falls": [5.0, 4.0]}, ax=ax)
+    assert len(ax.lines) == 4  # a line and a peak marker each
+    peaks = [(float(m.get_xdata()[0]), float(m.get_ydata()[0])) for m in ax.lines[1::2]]
+    assert peaks == [(2.0, 3.0), (1.0, 5.0)]
+    assert ax.get_ylim()[0] == 0
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one schedule"):
+        plot_lr_schedule({})
+    with pytest.raises(ValueError, match="'empty'"):
+        plot_lr_schedule({"empty": []})
