@@ -151,10 +151,14 @@ def train(
         batch_size: examples per step.
         lr: peak learning rate of Adam.
         clip: largest gradient norm (``clip_grad_norm_``); ``0`` turns clipping off.
-        cosine: decay the learning rate to 0 along a cosine over all steps.
-        warmup: fraction of the steps over which the learning rate first rises linearly
-            from 0 to ``lr`` (the cosine then runs over the remaining steps). A short warm-up
-            lets a large ``lr`` start without the first updates blowing up Adam's estimates.
+        cosine: after the warm-up, decay the learning rate from ``lr`` towards 0 along half a
+            cosine: step ``s = 0, 1, ..., S-1`` of the ``S`` steps after the warm-up uses
+            ``lr * (1 + cos(pi * s / S)) / 2``, so the last rate is small but not 0. False
+            keeps ``lr`` constant after the warm-up.
+        warmup: fraction of the steps, rounded to ``W`` whole steps, over which the learning
+            rate first rises linearly: step ``k = 0, 1, ..., W-1`` uses ``lr * (k + 1) / W``,
+            from ``lr / W`` (not 0) up to ``lr``. A short warm-up lets a large ``lr`` start
+            without the first updates blowing up Adam's estimates.
         valid: if given, exact match and token accuracy on it are logged after each epoch.
         curriculum: the longest source length used in each epoch, e.g. ``[20, 30, 40, 50]``
             (short examples first); one entry per epoch. None uses every example every epoch.

@@ -30,13 +30,16 @@ __all__ = ["alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot
 def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
     """Draw one decoder step with attention, in Bahdanau's order or in Luong's.
 
-    Each panel in its paper's symbols (counting output steps ``t`` from 1, as the papers do).
-    Bahdanau et al. (2015, §3.1 and appendix A.2.2), in notebook 08's letters: the *previous*
-    decoder state ``s_{t-1}`` is scored against the annotations ``h_j``, the context ``c_t``
-    enters the recurrent step with ``y_{t-1}`` and gives the new state ``s_t`` (carried to step
-    ``t+1``), and the next token is predicted by a deep output, a maxout layer over
-    ``s_{t-1}``, ``y_{t-1}`` and ``c_t`` followed by a softmax (A.2.2; eq. 4 writes ``s_t``).
-    The recurrent step is drawn as an LSTM, the series' unit (the paper's is a gated unit).
+    Output steps ``t`` count from 1, as Bahdanau et al. do.
+    Bahdanau et al. (2015, §3.1 and appendix A.2.2), in notebook 08's letters (the paper's, with
+    ``t`` for its ``i`` and ``T_s`` for its ``T_x``): the *previous* decoder state ``s_{t-1}`` is
+    scored against the annotations ``h_j``, the context ``c_t`` enters the recurrent step with
+    ``y_{t-1}`` and gives the new state ``s_t`` (carried to step ``t+1``), and the next token is
+    predicted by a deep output: a maxout layer over ``s_{t-1}``, ``y_{t-1}`` and ``c_t``, then
+    the linear layer ``W_o`` and a softmax (A.2.2, ``p ∝ exp(y^T W_o t_i)`` with ``t_i`` the
+    maxout units; eq. 4 writes ``s_t``).
+    The recurrent step is drawn as an LSTM, the series' unit (the paper's is a gated unit), so
+    it also reads the memory cell that goes with ``s_{t-1}``; the label on its input says so.
     Luong et al. (2015, §3) use ``h_t`` for the decoder state and ``h̄_s`` for the encoder
     outputs: they step the LSTM first, score the *new* state ``h_t``, and predict from
     ``h̃_t = tanh(W_c[c_t; h_t])``, which input feeding passes to the next step. Luong's panel
@@ -65,13 +68,25 @@ def decoder_step_diagram(kind: str = "luong", *, ax: Any = None) -> Any:
         arrow(ax, (-1.2, y["lstm"]), (dec_x - 0.45, y["lstm"]))
         box(ax, dec_x, y["lstm"], "LSTM", "#3b528b", width=0.9)
         arrow(ax, (dec_x - 0.3, y["query"] + 0.3), (dec_x - 0.3, y["lstm"] - 0.3))  # s_{t-1} into the LSTM
+        # The series' LSTM also reads the memory cell that goes with s_{t-1} (not c: the context's symbol).
+        ax.text(
+            dec_x - 0.4, 2.1, "$s_{t-1}$ and\nits cell", ha="right", va="center", fontsize=8, color="grey"
+        )
         arrow(ax, (mid_x - 0.3, y["context"] + 0.3), (dec_x + 0.3, y["lstm"] - 0.3), color=CONTEXT)
         box(ax, dec_x, y["state"], "$s_t$", DECODER)
         arrow(ax, (dec_x, y["lstm"] + 0.3), (dec_x, y["state"] - 0.3))
         arrow(ax, (dec_x + 0.45, y["state"]), (dec_x + 1.6, y["state"]), color="grey")
         ax.text(dec_x + 1.65, y["state"], "to step $t+1$", ha="left", va="center", fontsize=9, color="grey")
-        # The deep output (A.2.2) reads s_{t-1}, y_{t-1} and c_t, not the new state s_t.
-        box(ax, dec_x, y["out"], "maxout$(s_{t-1}, y_{t-1}, c_t)$,\nsoftmax", "#3b528b", width=2.4)
+        # The deep output (A.2.2) reads s_{t-1}, y_{t-1} and c_t, not the new state s_t; the
+        # linear layer W_o maps the maxout units to the vocabulary before the softmax.
+        box(
+            ax,
+            dec_x,
+            y["out"],
+            "maxout$(s_{t-1}, y_{t-1}, c_t)$\n$\\to W_o \\to$ softmax",
+            "#3b528b",
+            width=2.4,
+        )
         ax.plot(
             [dec_x - 0.45, -2.05, -2.05, dec_x - 1.2],
             [y["query"], y["query"], y["out"], y["out"]],
@@ -217,9 +232,10 @@ def plot_alignments(
                     label,
                     ha="right",
                     va="center",
-                    fontsize=8,
+                    fontsize=7,
                     color=_BLOCK,
-                    bbox={"fc": "white", "ec": "none", "pad": 0.5},
+                    # half-transparent, so the heatmap cells under a name still show
+                    bbox={"fc": "white", "alpha": 0.55, "ec": "none", "pad": 0.3},
                 )
     for j in range(len(results), rows * cols):
         axes[j // cols][j % cols].axis("off")

@@ -100,6 +100,9 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
     for positions ``0..p``: they start at the top of the unit circle and walk round it clockwise
     at the pair's own speed. Right: the whole encoding vector of position ``p``.
 
+    It opens at position 10 on the first pair slow enough to turn less than half a circle over
+    positions 0 to 10 (pair 5 when ``D = 64``), where the clockwise walk is easy to follow.
+
     Args:
         max_len: positions ``T`` shown.
         dim: encoding width ``D``.
@@ -107,12 +110,17 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
     pe = sinusoidal_encoding(max_len, dim)  # (T, D)
     positions = torch.arange(max_len)
     turn = torch.linspace(0, 2 * math.pi, 200)
+    start = 10  # the position shown first
+    wavelengths = [2 * math.pi * 10000 ** (2 * i / dim) for i in range(dim // 2)]
+    first_pair = next((i for i, w in enumerate(wavelengths) if w > 2 * start), dim // 2 - 1)
+    # some room between the panels, so the circle's label and the bars' do not crowd each other
+    layout = {"wspace": 0.08}
 
     kept: dict[str, Any] = {}  # the figure and the artists a redraw updates
 
     def draw(pair: int, position: int) -> Any:
         sin_col, cos_col = pe[:, 2 * pair], pe[:, 2 * pair + 1]  # (T,) each
-        wavelength = 2 * math.pi * 10000 ** (2 * pair / dim)
+        wavelength = wavelengths[pair]
         seen = slice(0, position + 1)
         colours = ["#fde725" if d // 2 == pair else "#3b528b" for d in range(dim)]
         titles = (
@@ -134,7 +142,7 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
                 figure.axes[0].autoscale_view()
                 # another pair's curves span another range, and their ticks may need more room:
                 # the layout is solved again for this view
-                figure.set_layout_engine("constrained")
+                figure.set_layout_engine("constrained", **layout)
                 kept["pair"] = pair
             kept["now"].set_xdata([position, position])
             kept["walk"].set_offsets(torch.stack([sin_col[seen], cos_col[seen]], 1).numpy())
@@ -146,9 +154,8 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
             for ax, title in zip(figure.axes, titles, strict=True):
                 ax.set_title(title)
             return figure
-        fig, (a1, a2, a3) = plt.subplots(
-            1, 3, figsize=(13, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [2, 1.1, 2]}
-        )
+        fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [2, 1.1, 2]})
+        fig.set_layout_engine("constrained", **layout)
         kept["curves"] = (
             a1.plot(positions, sin_col, label=names[0], color="#3b528b")[0],
             a1.plot(positions, cos_col, label=names[1], color="#5ec962")[0],
@@ -180,6 +187,8 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
 
     return explorer(
         draw,
-        pair=widgets.IntSlider(value=0, min=0, max=dim // 2 - 1, description="pair i"),
-        position=widgets.IntSlider(value=10, min=0, max=max_len - 1, description="position"),
+        pair=widgets.IntSlider(value=first_pair, min=0, max=dim // 2 - 1, description="pair i"),
+        position=widgets.IntSlider(
+            value=min(start, max_len - 1), min=0, max=max_len - 1, description="position"
+        ),
     )

@@ -115,7 +115,10 @@ def gpu_memory_diagram(ax=None):
     and a small, fast one (SRAM, on the chip, holding one tile at a time), with the A100 figures
     of Dao et al. (2022, §2.1). One arrow loads blocks of ``Q``, ``K``, ``V`` into SRAM; the other
     writes a finished block of ``O`` back. The ``T x T`` scores and weights stay in SRAM, tile by
-    tile. Sizes are not to scale (the real HBM holds 200,000 to 400,000 times what one SM's SRAM holds).
+    tile. Sizes are not to scale (the real HBM holds about 200,000 to 420,000 times what one SM's
+    SRAM holds). Each block of ``O`` is written once in FlashAttention-2's loop order (Dao, 2023),
+    which attnlib's ``tiled_attention`` follows; in FlashAttention's Algorithm 1 (Dao et al., 2022)
+    a block of ``O`` is written again on every pass of the outer loop.
 
     Args:
         ax: matplotlib axes to draw on (a new figure if None).
@@ -160,10 +163,20 @@ def gpu_memory_diagram(ax=None):
     ax.text(5.82, 3.2, "load blocks\nof Q, K, V", ha="center", va="bottom", fontsize=9)
     write = ax.annotate("", xy=(4.8, 1.2), xytext=(6.8, 2.0), arrowprops=style)
     write.set_gid("write")
-    ax.text(5.82, 1.25, "write a block\nof O, once", ha="center", va="top", fontsize=9)
+    ax.text(
+        5.82,
+        1.25,
+        "write a block\nof O (once, in\nFlashAttention-2's\nloop order)",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
     ax.set(xlim=(0, 10.4), ylim=(0, 5.6), aspect="equal")
     ax.set_axis_off()
-    ax.set_title("The two GPU memories of FlashAttention (Dao et al., 2022, §2.1); not to scale", fontsize=10)
+    ax.set_title(
+        "The two GPU memories of FlashAttention; A100 figures from Dao et al. (2022, §2.1); not to scale",
+        fontsize=10,
+    )
     return ax
 
 

@@ -1,6 +1,6 @@
-"""An LSTM unrolled, traced gate by gate, and explored; learning-rate schedules: the pictures of notebook 06.
+"""An LSTM drawn, traced and explored: the pictures of notebook 06, and the learning-rate plot of 07 and 11.
 
-Shapes: ``B`` batch, ``T`` steps, ``D`` input (embedding) width, ``H`` hidden size, ``V``
+Shapes: ``B`` batch, ``T`` steps, ``D`` input (embedding) width, ``d_hid`` hidden size, ``V``
 vocabulary.
 
 Drawn in notebook 06 (sequence models); :func:`plot_lr_schedule` draws the schedule of
@@ -99,7 +99,7 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
 
     Args:
         model: a next-token model with ``embedding`` (``nn.Embedding``), ``rnn`` (one-layer,
-            batch-first ``nn.LSTM``) and ``fc`` (``nn.Linear(H, V)``), as in notebook 06.
+            batch-first ``nn.LSTM``) and ``fc`` (``nn.Linear(d_hid, V)``), as in notebook 06.
         vocab: its vocabulary; each sequence is read as ``<sos>`` + its symbols + ``<eos>``.
         sequences: the sequences offered by the first slider; the step slider ends at the
             chosen sequence's last step.
@@ -117,8 +117,8 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         with torch.no_grad():
             embedded = model.embedding(ids[:, :-1])  # (1, T, D): teacher forcing reads all but the last
             trace = lstm_trace(model.rnn, embedded)
-            logits.append(model.fc(trace["hidden state h"])[0])  # (T, H) -> (T, V)
-        traces.append({name: value[0] for name, value in trace.items()})  # (T, H) each
+            logits.append(model.fc(trace["hidden state h"])[0])  # (T, d_hid) -> (T, V)
+        traces.append({name: value[0] for name, value in trace.items()})  # (T, d_hid) each
         labels.append(vocab.tokens(ids[0]))
         all_ids.append(ids[0].tolist())
     symbols = vocab.tokens(range(len(vocab)))
@@ -128,7 +128,7 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
     def draw(example: int, step: int, quantity: str, temperature: float) -> Any:
         tokens = labels[example]
         t = min(step, len(tokens) - 2)  # a shorter sequence stops at its last step
-        values = traces[example][quantity].T  # (H, T)
+        values = traces[example][quantity].T  # (d_hid, T)
         signed = quantity in ("candidate g", "cell state c", "hidden state h")
         lim = max(1.0, float(values.abs().max())) if quantity == "cell state c" else 1.0
         probs = torch.softmax(logits[example][t] / temperature, dim=-1)  # (V,)

@@ -165,16 +165,18 @@ def decoding_loop_diagram(target: Sequence[str] = tuple("2026-11-19"), *, ax: An
 
 
 def outline_cells(ax: Any, rows: range, columns: range, label: str | None = None) -> Rectangle:
-    """Outline a block of a heatmap's cells with a dashed box, optionally named on its left.
+    """Outline a block of a heatmap's cells with a dashed box, optionally named above the panel.
 
     Drawn as notebook 09's ``plot_alignments`` draws its blocks: red on viridis, mid-grey in
-    greyscale.
+    greyscale. The name sits above the panel's top edge, centred over the box's columns, so
+    that it covers no cell; the panel's title moves up to make room for it.
 
     Args:
         ax: the heatmap's axes (cell ``(i, j)`` centred on ``(j, i)``, as ``imshow`` draws it).
         rows: the outlined rows, 0-based, e.g. ``range(8, 10)``.
         columns: the outlined columns, 0-based.
-        label: the block's name, written left of it (and kept as the box's label), or None.
+        label: the block's name, written above the panel over its columns (and kept as the
+            box's label), or None.
 
     Returns:
         The box.
@@ -187,10 +189,15 @@ def outline_cells(ax: Any, rows: range, columns: range, label: str | None = None
     )  # fmt: skip
     ax.add_patch(outline)
     if label is not None:
-        ax.text(
-            columns.start - 0.8, (rows.start + rows.stop - 1) / 2, label, ha="right", va="center", fontsize=8,
-            color=_BLOCK, bbox={"fc": "white", "ec": "none", "pad": 0.5},
+        from matplotlib import rcParams
+
+        ax.annotate(
+            label, xy=((columns.start + columns.stop - 1) / 2, 1.0), xycoords=("data", "axes fraction"),
+            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=9, color=_BLOCK,
+            annotation_clip=False,
         )  # fmt: skip
+        # the title above the names (9 points of text and 2 of gap; the same on every call)
+        ax.set_title(ax.get_title(), fontsize=ax.title.get_fontsize(), pad=rcParams["axes.titlepad"] + 13)
     return outline
 
 

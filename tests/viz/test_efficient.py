@@ -91,5 +91,8 @@ def test_gpu_memory_diagram_moves_tiles_between_a_large_and_a_small_memory():
     assert inside_edge(write.xyann, sram) and inside_edge(write.xy, hbm)
     labels = " ".join(t.get_text() for t in ax.texts)
     assert "40-80 GB" in labels and "192 KB per SM" in labels and "§2.1" in ax.get_title()
+    # O is written once per block only in FlashAttention-2's loop order, not in Algorithm 1's
+    assert "once" not in labels or "FlashAttention-2" in labels
+    assert "A100 figures from Dao et al. (2022, §2.1)" in ax.get_title()
     assert ax.figure.get_facecolor()[3] == 1.0  # opaque background
     plt.close("all")

@@ -212,9 +212,17 @@ def test_outline_cells_covers_exactly_its_cells():
 
     fig = plot_attention(torch.rand(6, 8))
     ax = fig.axes[0]
+    ax.set_title("head 0")
     box = outline_cells(ax, range(2, 4), range(5, 8), "day")
     assert box.get_xy() == (4.5, 1.5) and (box.get_width(), box.get_height()) == (3, 2)
     assert box.get_label() == "day" and "day" in [t.get_text() for t in ax.texts]
+    # the name: over the box's columns, above the panel (on no cell), and below the title
+    name = next(t for t in ax.texts if t.get_text() == "day")
+    fig.canvas.draw()
+    panel, written = ax.get_window_extent(), name.get_window_extent()
+    corners = ax.transData.transform([(4.5, 0), (7.5, 0)])[:, 0]  # the box's left and right edges
+    assert corners[0] < (written.x0 + written.x1) / 2 < corners[1]
+    assert written.y0 >= panel.y1 and ax.title.get_window_extent().y0 >= written.y1
     unnamed = outline_cells(ax, range(0, 1), range(0, 1))
     assert unnamed.get_xy() == (-0.5, -0.5) and [t.get_text() for t in ax.texts].count("day") == 1
     with pytest.raises(ValueError, match="non-empty ranges"):
@@ -243,9 +251,13 @@ def test_decoder_step_diagram_draws_bahdanau_in_his_own_symbols():
     assert {"$s_{t-1}$", "$s_t$", "$h_1 \\dots h_{T_s}$"} <= set(texts)
     assert not any("bar h" in t or "h_{t-1}" in t or "softmax$(W h_t)$" in t for t in texts)
     assert any("alpha_{tj} h_j" in t for t in texts)
-    # The deep output (appendix A.2.2) reads s_{t-1}, y_{t-1} and c_t through a maxout layer.
+    # The deep output (appendix A.2.2) reads s_{t-1}, y_{t-1} and c_t through a maxout layer,
+    # then the linear layer W_o, then the softmax, in that order.
     (output,) = [t for t in texts if "maxout" in t]
     assert all(symbol in output for symbol in ("s_{t-1}", "y_{t-1}", "c_t", "softmax"))
+    assert output.index("maxout") < output.index("W_o") < output.index("softmax")
+    # The series' LSTM also reads s_{t-1}'s memory cell, and the figure says so.
+    assert any(t.startswith("$s_{t-1}$ and") and "its cell" in t for t in texts)
     plt.close(ax.figure)
 
 
@@ -387,6 +399,10 @@ def test_positional_encoding_explorer_draws_each_pair_as_the_table_stores_it(mon
     shown = record_shown(monkeypatch, lambda fig: fig.axes[1].collections[0].get_offsets().copy())
     pe = sinusoidal_encoding(20, 8)  # (T, D)
     pair, position = positional_encoding_explorer(max_len=20, dim=8).children[0].children
+    # it opens at position 10 on the first pair that turns less than half a circle by then
+    assert (pair.value, position.value) == (1, 10)  # wavelengths 2π ≈ 6.3, then 20π ≈ 62.8
+    torch.testing.assert_close(torch.as_tensor(shown[-1], dtype=torch.float), pe[:11, 2:4])
+    assert positional_encoding_explorer().children[0].children[0].value == 5  # D = 64: 26.5 positions
     for i, p in [(0, 10), (2, 19), (1, 0)]:  # the last one redraws in place
         pair.value, position.value = i, p
         torch.testing.assert_close(
