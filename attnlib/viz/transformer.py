@@ -12,6 +12,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import torch
+from matplotlib import rcParams
 from matplotlib.patches import Rectangle
 
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
@@ -189,8 +190,6 @@ def outline_cells(ax: Any, rows: range, columns: range, label: str | None = None
     )  # fmt: skip
     ax.add_patch(outline)
     if label is not None:
-        from matplotlib import rcParams
-
         ax.annotate(
             label, xy=((columns.start + columns.stop - 1) / 2, 1.0), xycoords=("data", "axes fraction"),
             xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=9, color=_BLOCK,
