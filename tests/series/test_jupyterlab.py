@@ -1,7 +1,7 @@
 """The notebooks as a student and a presenter meet them: JupyterLab in a real browser (headless
 Chromium), in a narrow window (1024 x 768, the file browser open).
 
-One JupyterLab server on a temporary folder, one generated notebook with three explorers and a
+One JupyterLab server on a temporary folder, one generated notebook with four explorers and a
 speaker-notes cell. After Run -> Run All Cells:
 - every explorer's slider keeps a usable track and no control label is cut ("temperat...");
 - the speaker notes stay closed behind "Show the notes" (Run All un-hides every Markdown cell),
@@ -37,6 +37,7 @@ CELLS = [
     "viz.temperature_explorer(torch.randn(6, 4), torch.randn(6, 4), tokens)",
     "viz.receptive_field_explorer()",
     "viz.dropout_explorer(torch.softmax(torch.randn(6, 6), -1), tokens)",
+    "viz.positional_encoding_explorer()",
 ]
 CONTROLS = r"""() => [...document.querySelectorAll(
     '.jp-OutputArea .widget-slider, .jp-OutputArea .widget-checkbox')].map(w => {
@@ -112,10 +113,16 @@ def test_run_all_in_a_narrow_window_keeps_controls_usable_and_notes_closed(lab):
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         page.wait_for_function(
-            "() => document.querySelectorAll('.jp-OutputArea .widget-slider').length >= 6", timeout=120_000
+            "() => document.querySelectorAll('.jp-OutputArea .widget-slider').length >= 8", timeout=120_000
         )
         time.sleep(1)  # the last explorer's first figure
         controls = page.evaluate(CONTROLS)
+        if os.environ.get("ATTN_SCREENSHOTS"):  # to look at the explorers as a student sees them
+            shots = Path(os.environ["ATTN_SCREENSHOTS"])
+            shots.mkdir(parents=True, exist_ok=True)
+            for k, area in enumerate(page.locator(".jp-OutputArea:has(.widget-slider)").all()):
+                area.scroll_into_view_if_needed()
+                area.screenshot(path=shots / f"jupyterlab-explorer-{k}.png")
         closed = page.evaluate(
             "() => [...document.querySelectorAll('.jp-MarkdownCell details')].map(d => !d.open)"
         )
