@@ -28,7 +28,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links compat lock course course-test lock-course clean
+.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links po zh compat lock course course-test lock-course clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # `make execute` writes them on EXECUTE_PATH (ATen's non-vectorised kernels unless told otherwise,
@@ -67,6 +67,8 @@ help:
 	@echo "make slides-solutions  the instructor decks, WITH the solutions, into build/slides-solutions/"
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make links     write Colab and Binder links into README and the notebooks (needs the GitHub address)"
+	@echo "make po        refresh the translation catalogues in locale/ (NB=path starts one for that notebook)"
+	@echo "make zh        build the Chinese edition into build/zh/ from the catalogues (ZH_DIR=path for another)"
 	@echo "make compat    run every notebook (nbval-lax) in a fresh venv with the newest torch and no attnlib (not a test)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
@@ -240,6 +242,18 @@ site: slides
 # changes no file and says so. The links open once the student-edition workflow has run on GitHub.
 links: $(STAMP)
 	$(BIN)/python -m tools.links $(if $(REPO),--repo $(REPO))
+
+# Translations (tools/i18n.py, docs/translation.md): one gettext catalogue per notebook in
+# locale/zh_CN/notebooks/. `make po` refreshes the catalogues that exist (new units empty, changed
+# ones fuzzy, removed ones obsolete); NB=notebooks/NN_name.ipynb creates that notebook's catalogue.
+# `make zh` writes the notebooks with their prose translated, code and outputs as in the English,
+# and refuses while a unit is untranslated, fuzzy, or breaks a formula, code span or link.
+ZH_DIR ?= build/zh
+po: $(STAMP)
+	$(BIN)/python -m tools.i18n po $(if $(filter %.ipynb,$(NB)),$(NB))
+
+zh: $(STAMP)
+	$(BIN)/python -m tools.i18n build --lang zh_CN --out $(ZH_DIR) $(if $(filter %.ipynb,$(NB)),$(NB))
 
 # The series in a foreign environment, as a student meets it on Colab: a fresh venv with the
 # newest torch these machines offer (COMPAT_TORCH; on Linux its CPU build from TORCH_INDEX, as in
