@@ -117,7 +117,7 @@ def split_markdown(source: str) -> list[str | Piece]:
                 kind = "list item" if item else "paragraph"
                 prefix = item.group(0) if item else body[: len(body) - len(body.lstrip())]
                 end = i + 1
-                while end < len(lines) and not _starts_block(lines[end].rstrip("\n")):
+                while end < len(lines) and not _starts_block(lines[end].rstrip("\n"), kind == "list item"):
                     end += 1
             out.extend(_piece(kind, prefix, lines[i:end]))
             i = end
@@ -127,11 +127,16 @@ def split_markdown(source: str) -> list[str | Piece]:
     return _merged(out)
 
 
-def _starts_block(body: str) -> bool:
-    """Whether this line ends the paragraph or list item above it."""
-    return not body.strip() or any(
-        rule.match(body) for rule in (_FENCE, _DISPLAY_MATH, _HEADING, _ITEM, _TABLE_ROW)
-    )
+def _starts_block(body: str, after_item: bool = False) -> bool:
+    """Whether this line ends the paragraph or list item above it. As in CommonMark, a numbered
+    line interrupts a paragraph only as "1." or "1)" (a line of a sentence that happens to begin
+    "16) = ..." goes on the paragraph); after a list item any numbered item starts the next one."""
+    if not body.strip():
+        return True
+    if item := _ITEM.match(body):
+        number = item.group(0).strip().rstrip(".)")
+        return after_item or not number.isdigit() or number == "1"
+    return any(rule.match(body) for rule in (_FENCE, _DISPLAY_MATH, _HEADING, _TABLE_ROW))
 
 
 def _display_math_end(lines: list[str], i: int) -> int:

@@ -428,3 +428,18 @@ def test_every_catalogue_is_complete_and_current():
     print("\n".join(coverage) or "no catalogue under locale/ yet")
     print("\n".join(f"{lang}: no catalogue yet for {names}" for lang, names in without.items() if names))
     assert not problems, "catalogues out of step with the English:\n  " + "\n  ".join(problems)
+
+
+def test_a_numbered_line_inside_a_paragraph_does_not_start_a_list_item():
+    """CommonMark: only "1." or "1)" interrupts a paragraph; a wrapped sentence whose next line
+    happens to begin "16) = ..." is one paragraph, as the notebook renders it. After a list item
+    any number starts the next item."""
+    paragraph = "three layers, 8 x (96 x 16 +\n16) = 37,248 parameters.\n"
+    assert [p.kind for p in i18n.split_markdown(paragraph) if isinstance(p, i18n.Piece)] == ["paragraph"]
+    items = "1. one\n2. two\n16) sixteen\n"
+    assert [p.kind for p in i18n.split_markdown(items) if isinstance(p, i18n.Piece)] == ["list item"] * 3
+    interrupting = "a sentence\n1. a list\n"
+    assert [p.kind for p in i18n.split_markdown(interrupting) if isinstance(p, i18n.Piece)] == [
+        "paragraph",
+        "list item",
+    ]
