@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import mistune
 import nbformat
 from babel.messages import Catalog
 from babel.messages.pofile import denormalize, generate_po, normalize, read_po
@@ -245,6 +246,7 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\])+?\$")
 _LINK_TARGET = re.compile(r"\]\(((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?)\)")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _URL = re.compile(r"https?://[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'\"]")
+_MARKDOWN = mistune.create_markdown()  # what nbconvert renders markdown cells with
 # In this order: what an earlier pattern takes is gone for the later ones (no maths in code spans).
 PASS_THROUGH = {
     "code span": _CODE_SPAN,
@@ -299,7 +301,22 @@ def check_translation(msgid: str, msgstr: str) -> list[str]:
     for end, name in ((0, "starts"), (-1, "ends")):
         if msgstr and msgstr[end].isspace() and not (msgid and msgid[end].isspace()):
             problems.append(f"expected no white space where the English {name}, got {msgstr[end]!r}")
+    if _shown_asterisks(msgstr) > _shown_asterisks(msgid):
+        problems.append(
+            "expected the bold or italics to render, got literal '*': CommonMark does not close * or "
+            "** between full-width punctuation and a letter; put the punctuation or the gloss outside "
+            "the markers"
+        )
     return problems
+
+
+def _shown_asterisks(text: str) -> int:
+    """How many ``*`` a reader sees in ``text`` rendered as Markdown (by mistune, nbconvert's
+    renderer, with CommonMark's rules for emphasis), outside code and formulas."""
+    text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", "", _CODE_SPAN.sub("", text), flags=re.S)
+    if "*" not in text:
+        return 0
+    return re.sub(r"<code>.*?</code>", "", _MARKDOWN(text), flags=re.S).count("*")
 
 
 # --- catalogues ----------------------------------------------------------------------------------
