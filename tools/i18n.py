@@ -319,6 +319,59 @@ def _shown_asterisks(text: str) -> int:
     return re.sub(r"<code>.*?</code>", "", _MARKDOWN(text), flags=re.S).count("*")
 
 
+# --- the glossary ----------------------------------------------------------------------------------
+
+GLOSSARY = ROOT / "docs" / "glossary.md"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One row of docs/glossary.md that lists forms to avoid: where ``english`` occurs in a unit,
+    its translation uses ``chinese`` and none of ``forbidden``."""
+
+    english: str
+    chinese: str
+    forbidden: tuple[str, ...]
+
+    @property
+    def pattern(self) -> re.Pattern:
+        """The English term as a whole phrase: any case, -ise or -ize, a plural -s or -es, and a
+        space or hyphen between its words; a parenthesised sense ("memory (the encoder's
+        output)") is not part of it."""
+        words = re.sub(r"\(.*?\)", "", self.english).split()
+        spelled = [
+            re.escape(w).replace("is", "i[sz]") if w.endswith(("ise", "isation")) else re.escape(w)
+            for w in words
+        ]
+        return re.compile(r"(?<![\w-])" + r"[\s-]+".join(spelled) + r"(?:s|es)?(?!\w)", re.I)
+
+
+def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
+    """The rows of the glossary's table whose note ends in ``not: X, Y`` (rule 7)."""
+    terms = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) != 3 or cells[0] == "English":
+            continue
+        if forbidden := re.search(r"not: (.+)$", cells[2]):
+            forms = tuple(f.strip().rstrip(".") for f in forbidden.group(1).split(",") if f.strip())
+            terms.append(Term(cells[0], cells[1], forms))
+    return terms
+
+
+def glossary_problems(msgid: str, msgstr: str, terms: Iterable[Term]) -> list[str]:
+    """Where the English of a unit has a glossary term and its translation uses a form the
+    glossary forbids for it (outside code and formulas), one line each naming both."""
+    text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", "", _CODE_SPAN.sub("", msgstr), flags=re.S)
+    return [
+        f"glossary: {term.english!r} is {term.chinese}, not {form}"
+        for term in terms
+        if term.pattern.search(msgid)
+        for form in term.forbidden
+        if form in text
+    ]
+
+
 # --- catalogues ----------------------------------------------------------------------------------
 
 

@@ -407,12 +407,27 @@ def test_the_sync_check_catches_a_catalogue_out_of_step(tmp_path):
     ]
 
 
+TERMS = i18n.glossary_terms()
+
+
+def test_the_glossary_flags_a_forbidden_form_only_where_the_english_has_the_term():
+    """docs/glossary.md's rule 7: a form after `not:` is flagged where the English of the unit
+    has the term (any case, -ise/-ize, plural), and nowhere else, and never inside code."""
+    assert len(TERMS) > 50
+    (problem,) = i18n.glossary_problems("The attention scores", "注意力得分", TERMS)
+    assert "attention score" in problem and "注意力分数" in problem and "注意力得分" in problem
+    assert i18n.glossary_problems("The attention scores", "注意力分数", TERMS) == []
+    assert i18n.glossary_problems("the scores", "注意力得分", TERMS) == []  # no term in the English
+    assert i18n.glossary_problems("attention scores", "`注意力得分`", TERMS) == []  # code passes
+
+
 def test_every_catalogue_is_complete_and_current():
     """Every catalogue under locale/ has an entry for each unit of its notebook's English, none
     fuzzy, none left from English that changed or went, and every translation keeps its formulas,
     code spans, link targets and HTML tags. Every notebook has a catalogue for each language
     under locale/, and every entry is translated: an English prose change lands with its
-    translation, or `make test` fails (`make po` marks what changed for the translator)."""
+    translation, or `make test` fails (`make po` marks what changed for the translator). No
+    translation uses a form docs/glossary.md forbids for a term its English has."""
     catalogues = sorted((ROOT / "locale").glob("*/notebooks/*.po"))
     problems, coverage = [], []
     for path in catalogues:
@@ -423,6 +438,12 @@ def test_every_catalogue_is_complete_and_current():
         a = audit(notebook, lang, ROOT / "locale")
         problems += a.out_of_step()
         problems += [f"{path.relative_to(ROOT)}: untranslated: {i18n._describe(u)}" for u in a.untranslated]
+        problems += [
+            f"{path.relative_to(ROOT)}: cell {m.context}: {problem}"
+            for m in i18n.read_catalogue(path)
+            if m.id and m.string
+            for problem in i18n.glossary_problems(m.id, m.string, TERMS)
+        ]
         coverage.append(f"{path.relative_to(ROOT)}: {len(a.translated)}/{len(a.units)} units translated")
     covered = {(p.parts[-3], p.stem) for p in catalogues}
     langs = sorted({lang for lang, _ in covered})
