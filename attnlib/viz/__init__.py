@@ -29,6 +29,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "replot_bars",
     ),
     "drawing": (
+        "BLOCK",
         "CONTEXT",
         "DECODER",
         "ENCODER",
@@ -36,6 +37,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "WEIGHT",
         "arrow",
         "axes_or_new",
+        "block_outline",
         "box",
         "residual_add",
     ),

@@ -13,16 +13,13 @@ from typing import Any
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from matplotlib.patches import Rectangle
 from torch import nn
 
 from ..data import PairDataset, Vocab
 from ..seq2seq import translate
-from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
+from .drawing import BLOCK, CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, block_outline, box
 from .explorers import explorer
 from .heatmaps import CMAP, plot_attention, replot_attention
-
-_BLOCK = "#d62728"  # the outline of a block in plot_alignments: red on viridis, mid-grey in greyscale
 
 __all__ = ["alignment_explorer", "decoder_step_diagram", "plot_alignment", "plot_alignments"]
 
@@ -213,18 +210,7 @@ def plot_alignments(
             ax.set_ylabel("output character")
         ax.set_title(f"{name}: {output}", fontsize=9)
         for label, (rows_in, cols_in) in (blocks or {}).items():
-            ax.add_patch(
-                Rectangle(
-                    (cols_in.start - 0.5, rows_in.start - 0.5),
-                    len(cols_in),
-                    len(rows_in),
-                    fill=False,
-                    ec=_BLOCK,
-                    lw=1.8,
-                    ls="--",
-                    label=label,
-                )
-            )
+            ax.add_patch(block_outline(rows_in, cols_in, label))
             if i == 0:
                 ax.text(
                     cols_in.start - 0.8,
@@ -233,7 +219,7 @@ def plot_alignments(
                     ha="right",
                     va="center",
                     fontsize=7,
-                    color=_BLOCK,
+                    color=BLOCK,
                     # half-transparent, so the heatmap cells under a name still show
                     bbox={"fc": "white", "alpha": 0.55, "ec": "none", "pad": 0.3},
                 )

@@ -11,12 +11,25 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import Circle, FancyBboxPatch
+from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
 
-__all__ = ["CONTEXT", "DECODER", "ENCODER", "QUERY", "WEIGHT", "arrow", "axes_or_new", "box", "residual_add"]
+__all__ = [
+    "BLOCK",
+    "CONTEXT",
+    "DECODER",
+    "ENCODER",
+    "QUERY",
+    "WEIGHT",
+    "arrow",
+    "axes_or_new",
+    "block_outline",
+    "box",
+    "residual_add",
+]
 
 ENCODER, DECODER, CONTEXT = "#31688e", "#35b779", "#440154"  # viridis: reads in greyscale too
 QUERY, WEIGHT = "#b5de2b", "#21918c"  # viridis, light and mid
+BLOCK = "#d62728"  # an outlined block of heatmap cells: red on viridis, mid-grey in greyscale
 
 
 def axes_or_new(ax: Any, figsize: tuple[float, float]) -> Any:
@@ -55,3 +68,13 @@ def residual_add(ax: Any, x: float, y: float, skip_from: float, *, skip_dx: floa
     ax.text(x, y, "+", ha="center", va="center", fontsize=11)
     ax.plot([x, x - skip_dx, x - skip_dx, x - 0.18], [skip_from, skip_from, y, y], color="black", lw=0.8)
     return y + 0.2
+
+
+def block_outline(rows: range, columns: range, label: str = "") -> Rectangle:
+    """The dashed box around a block of a heatmap's cells (cell ``(i, j)`` centred on ``(j, i)``,
+    as ``imshow`` draws it), in :data:`BLOCK`; add it with ``ax.add_patch``. ``label`` is the
+    box's matplotlib label (a legend or a test finds the box by it)."""
+    return Rectangle(
+        (columns.start - 0.5, rows.start - 0.5), len(columns), len(rows),
+        fill=False, ec=BLOCK, lw=1.8, ls="--", label=label,
+    )  # fmt: skip

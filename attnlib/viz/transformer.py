@@ -15,14 +15,13 @@ import torch
 from matplotlib import rcParams
 from matplotlib.patches import Rectangle
 
-from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
+from .drawing import BLOCK, CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, block_outline, box
 from .explorers import explorer
 from .heatmaps import replot_attention
 
 __all__ = ["cross_attention_explorer", "decoding_loop_diagram", "outline_cells", "transformer_diagram"]
 
 _WIDTH = 3.4  # every box of the two columns
-_BLOCK = "#d62728"  # an outlined block of cells: red on viridis, mid-grey in greyscale
 
 
 def _column(ax: Any, x: float, y: float, parts: Sequence[tuple[str, str]]) -> float:
@@ -168,8 +167,8 @@ def decoding_loop_diagram(target: Sequence[str] = tuple("2026-11-19"), *, ax: An
 def outline_cells(ax: Any, rows: range, columns: range, label: str | None = None) -> Rectangle:
     """Outline a block of a heatmap's cells with a dashed box, optionally named above the panel.
 
-    Drawn as notebook 09's ``plot_alignments`` draws its blocks: red on viridis, mid-grey in
-    greyscale. The name sits above the panel's top edge, centred over the box's columns, so
+    The box is ``block_outline``'s, as in notebook 09's ``plot_alignments``: red on viridis,
+    mid-grey in greyscale. The name sits above the panel's top edge, centred over the box's columns, so
     that it covers no cell; the panel's title moves up to make room for it.
 
     Args:
@@ -184,15 +183,11 @@ def outline_cells(ax: Any, rows: range, columns: range, label: str | None = None
     """
     if len(rows) == 0 or len(columns) == 0 or rows.step != 1 or columns.step != 1:
         raise ValueError(f"expected two non-empty ranges with step 1, got {rows} and {columns}")
-    outline = Rectangle(
-        (columns.start - 0.5, rows.start - 0.5), len(columns), len(rows),
-        fill=False, ec=_BLOCK, lw=1.8, ls="--", label=label or "",
-    )  # fmt: skip
-    ax.add_patch(outline)
+    outline = ax.add_patch(block_outline(rows, columns, label or ""))
     if label is not None:
         ax.annotate(
             label, xy=((columns.start + columns.stop - 1) / 2, 1.0), xycoords=("data", "axes fraction"),
-            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=9, color=_BLOCK,
+            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=9, color=BLOCK,
             annotation_clip=False,
         )  # fmt: skip
         # the title above the names (9 points of text and 2 of gap; the same on every call)
