@@ -58,7 +58,8 @@ help:
 	@echo "make claims    retrain every training notebook over seeds and CPU paths; margins of its claims (not a test)"
 	@echo "make bench     time attnlib's attention against PyTorch's own, side by side, as ratios (not a test)"
 	@echo "make execute   re-run notebooks top to bottom and store outputs (NB=path for one; EXECUTE_PATH=default)"
-	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another)"
+	@echo "make student   write the student edition (solutions stubbed) into student/ (STUDENT_DIR=path for another;"
+	@echo "               STUDENT_LANG=zh_CN: the Chinese one, into student-zh/)"
 	@echo "make course    write the nbgrader course into build/course/ (COURSE=path for another; COURSE_DRAWS=n your own"
 	@echo "               hidden cases) and set up .venv-course, where nbgrader runs"
 	@echo "make course-test  grade four submissions of every notebook with nbgrader (not a test of make test; long)"
@@ -68,7 +69,8 @@ help:
 	@echo "make site      build the series as a static web site into build/site/ (decks included)"
 	@echo "make links     write Colab and Binder links into README and the notebooks (needs the GitHub address)"
 	@echo "make po        refresh the translation catalogues in locale/ (NB=path starts one for that notebook)"
-	@echo "make zh        build the Chinese edition into build/zh/ from the catalogues (ZH_DIR=path for another)"
+	@echo "make zh        build the Chinese edition into build/zh/ from the catalogues and run it (ZH_DIR=path for"
+	@echo "               another; ZH_EXECUTE=0 only translates)"
 	@echo "make compat    run every notebook (nbval-lax) in a fresh venv with the newest torch and no attnlib (not a test)"
 	@echo "make lock      regenerate requirements.txt (exact pins) from requirements.in"
 	@echo "make clean     remove .venv and caches"
@@ -182,9 +184,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py $(BENCH_ARGS)
 
 # Solutions become stubs; a notebook the student already changed is never overwritten.
-STUDENT_DIR ?= student
+# STUDENT_LANG=zh_CN builds the Chinese edition first (make zh) and writes its student edition
+# into student-zh/ (tools/student.py --lang).
+STUDENT_LANG ?= en
+STUDENT_DIR ?= $(if $(filter en,$(STUDENT_LANG)),student,student-zh)
 student: $(STAMP)
-	$(BIN)/python -m tools.student notebooks $(STUDENT_DIR)
+	$(if $(filter-out en,$(STUDENT_LANG)),$(MAKE) --no-print-directory zh &&) \
+	$(BIN)/python -m tools.student $(if $(filter-out en,$(STUDENT_LANG)),$(ZH_DIR) $(STUDENT_DIR) \
+	  --lang $(STUDENT_LANG),notebooks $(STUDENT_DIR))
 
 # The nbgrader course for instructors (tools/course.py, docs/grading.md): source/<NN_name>/ per
 # notebook and an nbgrader_config.py, in COURSE. nbgrader runs from .venv-course, so that .venv
@@ -225,15 +232,17 @@ SOLUTIONS_DIR ?= build/slides-solutions
 SITE_DIR   ?= build/site
 slides: $(STAMP)
 	$(BIN)/python -m tools.slides $(NB) $(SLIDES_DIR)
+	$(BIN)/python -m tools.slides --lang zh_CN $(NB) $(SLIDES_DIR)/zh
 
 slides-solutions: $(STAMP)
 	$(BIN)/python -m tools.slides --solutions $(NB) $(SOLUTIONS_DIR)
+	$(BIN)/python -m tools.slides --solutions --lang zh_CN $(NB) $(SOLUTIONS_DIR)/zh
 
 # The series as a static web site from the stored notebooks (nothing is re-executed), with the
 # decks copied into it: open build/site/index.html (tools/site.py). Colab and Binder links where
 # the repository's address is known, taken as make links takes it (below).
 site: slides
-	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR) $(if $(REPO),--repo $(REPO))
+	$(BIN)/python -m tools.site notebooks $(SITE_DIR) $(SLIDES_DIR) --lang zh_CN $(if $(REPO),--repo $(REPO))
 
 # Colab and Binder links in README's notebook table and each notebook's first markdown cell, and
 # the address that each notebook's first code cell installs attnlib from where it is missing
@@ -244,16 +253,31 @@ links: $(STAMP)
 	$(BIN)/python -m tools.links $(if $(REPO),--repo $(REPO))
 
 # Translations (tools/i18n.py, docs/translation.md): one gettext catalogue per notebook in
-# locale/zh_CN/notebooks/. `make po` refreshes the catalogues that exist (new units empty, changed
-# ones fuzzy, removed ones obsolete); NB=notebooks/NN_name.ipynb creates that notebook's catalogue.
-# `make zh` writes the notebooks with their prose translated, code and outputs as in the English,
-# and refuses while a unit is untranslated, fuzzy, or breaks a formula, code span or link.
+# locale/zh_CN/notebooks/, one for README.md (locale/zh_CN/README.po, tools/readme_i18n.py), one
+# for the site's, decks' and student edition's own text (locale/zh_CN/site.po, tools/ui.py) and
+# one for attnlib's (locale/zh_CN/attnlib.po, compiled into attnlib/locale/, tools/lib_catalogue.py). `make po`
+# refreshes them all (new units empty, changed ones fuzzy, removed ones obsolete);
+# NB=notebooks/NN_name.ipynb creates that notebook's catalogue.
+# `make zh` writes the notebooks with their prose translated and code as in the English but for one
+# line (the set-up cell sets attnlib's feedback language), and refuses while a unit is untranslated,
+# fuzzy, or breaks a formula, code span or link; then it runs them top to bottom on the path of the
+# stored outputs, from notebooks/'s folder (trained models are loaded from the English run's cache),
+# and names the cells whose outputs differ from the English. ZH_EXECUTE=0 skips the run (outputs
+# then stay the English ones).
 ZH_DIR ?= build/zh
+ZH_EXECUTE ?= 1
 po: $(STAMP)
 	$(BIN)/python -m tools.i18n po $(if $(filter %.ipynb,$(NB)),$(NB))
+	$(BIN)/python -m tools.readme_i18n po
+	$(BIN)/python -c 'from tools import lib_catalogue, ui; print("wrote", lib_catalogue.update("zh_CN")); \
+	  print("wrote", ui.update("zh_CN"))'
 
 zh: $(STAMP)
 	$(BIN)/python -m tools.i18n build --lang zh_CN --out $(ZH_DIR) $(if $(filter %.ipynb,$(NB)),$(NB))
+	$(BIN)/python -m tools.links --lang zh_CN $(if $(REPO),--repo $(REPO)) $(ZH_DIR)
+	$(BIN)/python -m tools.readme_i18n build
+	$(if $(filter 1,$(ZH_EXECUTE)),$(call PATH_ENV,$(EXECUTE_PATH)) $(BIN)/python -m tools.i18n execute \
+	  $(if $(filter %.ipynb,$(NB)),$(ZH_DIR)/$(notdir $(NB)),$(ZH_DIR)))
 
 # The series in a foreign environment, as a student meets it on Colab: a fresh venv with the
 # newest torch these machines offer (COMPAT_TORCH; on Linux its CPU build from TORCH_INDEX, as in

@@ -29,6 +29,7 @@ from .functional import attention_scores, fused_attention, masked_softmax, scale
 from .fused_qkv import Attention, FusedQKVAttention
 from .gpt import GPT
 from .gqa import GroupedQueryAttention
+from .i18n import language, set_language
 from .kv_cache import KVCache, cached_attention
 from .local_attention import HardAttention, LocalAttention, make_attention
 from .masks import (
@@ -120,6 +121,7 @@ __all__ = [
     "from_masked_out",
     "fused_attention",
     "kv_cache_bytes",
+    "language",
     "length_mask",
     "make_attention",
     "masked_softmax",
@@ -136,6 +138,7 @@ __all__ = [
     "sample_next",
     "scaled_dot_product_attention",
     "sequence_loss",
+    "set_language",
     "sinusoidal_encoding",
     "sliding_window_mask",
     "split_heads",

@@ -29,6 +29,7 @@ from torch import nn
 
 from ._validate import require_positive_int
 from .functional import masked_softmax
+from .i18n import tr
 from .scorers import AttentionGeneral, AttentionParams, AttentionSimple, Scorer
 
 __all__ = ["SCORERS", "HardAttention", "LocalAttention", "make_attention"]
@@ -84,8 +85,10 @@ class LocalAttention(Scorer):
         window = 2 * self.half_window + 1
         if window > ts:
             raise ValueError(
-                f"local window 2D+1={window} (D={self.half_window}) is larger than the source "
-                f"length Ts={ts}; choose D <= {(ts - 1) // 2} or global attention"
+                tr(
+                    "local window 2D+1={window} (D={half_window}) is larger than the source "
+                    "length Ts={ts}; choose D <= {largest} or global attention"
+                ).format(window=window, half_window=self.half_window, ts=ts, largest=(ts - 1) // 2)
             )
         lengths = torch.full((b,), ts) if mask is None else mask.sum(dim=1)  # (B,)
         if self.mode == "m":

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from ._validate import require_positive_int, require_rank, require_tensor
+from .i18n import tr
 
 __all__ = [
     "causal_mask",
@@ -137,9 +138,11 @@ def require_bool_mask(mask: object) -> torch.Tensor:
     require_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(
-            f"expected a boolean mask (True = may attend), got dtype {mask.dtype}; "
-            "for a 0/1 mask that marks positions to keep use mask.bool(); for one that marks "
-            "masked-out positions (True/1 = hide) use attnlib.from_masked_out(mask)"
+            tr(
+                "expected a boolean mask (True = may attend), got dtype {dtype}; "
+                "for a 0/1 mask that marks positions to keep use mask.bool(); for one that marks "
+                "masked-out positions (True/1 = hide) use attnlib.from_masked_out(mask)"
+            ).format(dtype=mask.dtype)
         )
     return mask
 

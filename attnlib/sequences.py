@@ -11,16 +11,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .i18n import N_
+
 __all__ = ["TRACE_NAMES", "lstm_trace"]
 
 #: The quantities :func:`lstm_trace` returns, in PyTorch's gate order, then the two states.
 TRACE_NAMES = (
-    "input gate i",
-    "forget gate f",
-    "candidate g",
-    "output gate o",
-    "cell state c",
-    "hidden state h",
+    N_("input gate i"),
+    N_("forget gate f"),
+    N_("candidate g"),
+    N_("output gate o"),
+    N_("cell state c"),
+    N_("hidden state h"),
 )
 
 

@@ -5,6 +5,7 @@ Usage (``make po`` and ``make zh`` run the first two; docs/translation.md is the
     python -m tools.i18n po [--lang zh_CN] [--locale-dir locale] [NB ...]
     python -m tools.i18n build --lang zh_CN --out build/zh [--locale-dir locale] [NB ...]
     python -m tools.i18n status [--lang zh_CN] [--locale-dir locale] [NB ...]
+    python -m tools.i18n execute build/zh
 
 ``NB`` is a notebook or a folder of them (default: ``notebooks``). The catalogue of
 ``notebooks/03_masking.ipynb`` is ``locale/zh_CN/notebooks/03_masking.po``.
@@ -34,6 +35,11 @@ updates and writes the catalogues: it is pinned already, as a dependency of Sphi
   ``notebooks/``.
 - ``status`` prints a Markdown table: per notebook its units and how many are translated, fuzzy
   and untranslated.
+- ``execute`` runs translated notebooks top to bottom in place, from ``notebooks/``'s folder, and
+  names the cells whose outputs differ from the English run's (the language-dependent ones).
+
+The built edition differs from the English in one code line: its set-up cell sets attnlib's
+feedback language (:func:`with_language`).
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ import mistune
 import nbformat
 from babel.messages import Catalog
 from babel.messages.pofile import denormalize, generate_po, normalize, read_po
+
+from tools.publish import join_cjk_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -273,15 +281,26 @@ def has_words(text: str) -> bool:
     return re.search(r"[^\W\d_]", pass_through(text)[1]) is not None
 
 
-def check_translation(msgid: str, msgstr: str) -> list[str]:
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*(?:[!:][^{}]*)?\}")
+
+
+def check_translation(msgid: str, msgstr: str, *, placeholders: bool = False) -> list[str]:
     """The problems of a translation, each naming what was expected and what came; [] if none.
 
     Formulas, code spans, link targets, HTML tags and URLs pass through as in the English (as
     multisets, in any order); a table row keeps its number of cells; a one-line unit stays on
     one line and no translation adds a blank line (either would change the cell's structure);
-    and no translation starts or ends with white space that the English does not have.
+    and no translation starts or ends with white space that the English does not have. With
+    ``placeholders`` (a ``str.format`` template, as attnlib's catalogue holds), every ``{name}``
+    passes through too.
     """
     problems = []
+    if placeholders:
+        want_names, got_names = (Counter(_PLACEHOLDER.findall(text)) for text in (msgid, msgstr))
+        if want_names != got_names:
+            problems.append(
+                f"placeholders: expected {sorted(want_names.elements())}, got {sorted(got_names.elements())}"
+            )
     want, want_rest = pass_through(msgid)
     got, got_rest = pass_through(msgstr)
     for kind in PASS_THROUGH:
@@ -558,23 +577,66 @@ class CatalogueError(ValueError):
     """A catalogue cannot make a translated notebook: it lacks units, or some fail the checks."""
 
 
-def translated_notebook(notebook: Path, catalog: Catalog) -> nbformat.NotebookNode:
+#: The set-up line every notebook's first code cell ends its imports with; the translated edition
+#: adds :data:`SET_LANGUAGE` right after it, so that the checks' feedback is in that language.
+SETUP_LINE = "attnlib.reproducible()"
+SET_LANGUAGE = 'attnlib.set_language("{lang}")'
+
+
+def _is_setup_line(line: str) -> bool:
+    """``attnlib.reproducible()`` at the start of a line, alone or before a comment."""
+    rest = line.removeprefix(SETUP_LINE)
+    return rest != line and (not rest.strip() or rest.lstrip().startswith("#"))
+
+
+def with_language(source: str, lang: str) -> str:
+    """``source`` (a set-up cell) with ``attnlib.set_language(lang)`` on the line after
+    :data:`SETUP_LINE`: the one code line in which an edition differs from the English."""
+    lines = source.split("\n")
+    at = next((i + 1 for i, line in enumerate(lines) if _is_setup_line(line)), None)
+    if at is None:
+        raise CatalogueError(
+            f"expected the set-up cell to have the line {SETUP_LINE!r}, after which the edition sets "
+            f"the feedback language; got a cell without it:\n{source[:300]}"
+        )
+    return "\n".join([*lines[:at], SET_LANGUAGE.format(lang=lang), *lines[at:]])
+
+
+def translated_notebook(notebook: Path, catalog: Catalog, lang: str | None = None) -> nbformat.NotebookNode:
     """The notebook with every unit replaced by its translation in ``catalog`` (which must hold
-    them all: :func:`audit` first). Code, outputs, ids and metadata stay, a caption translated."""
+    them all: :func:`audit` first). Code, outputs, ids and metadata stay, a caption translated;
+    with ``lang``, the first code cell that calls :data:`SETUP_LINE` also sets attnlib's feedback
+    language (:func:`with_language`), and the notebook's metadata records the language."""
     nb = copy.deepcopy(nbformat.read(notebook, as_version=4))
     for cell in nb.cells:
         texts = [catalog.get(unit.msgid, context=unit.context).string for unit in units_of_cell(cell)]
         if cell.cell_type == "markdown":
-            cell.source = join(split_markdown(cell.source), texts)
+            # a line break between two CJK characters would show as a space: joined
+            cell.source = join(split_markdown(cell.source), [join_cjk_lines(t) for t in texts])
         elif texts:  # a code cell's caption
             cell.metadata["caption"] = texts[0]
+    if lang is not None:
+        setup = next(
+            (c for c in nb.cells if c.cell_type == "code" and any(map(_is_setup_line, c.source.split("\n")))),
+            None,
+        )
+        if setup is None:
+            raise CatalogueError(f"{_shown(notebook)}: no code cell has the set-up line {SETUP_LINE!r}")
+        setup.source = with_language(setup.source, lang)
+        nb.metadata.setdefault("attnlib", {})["language"] = lang
     return nb
 
 
 def build(
-    notebooks: list[Path], out: Path, lang: str = DEFAULT_LANG, locale_dir: Path = LOCALE_DIR
+    notebooks: list[Path],
+    out: Path,
+    lang: str = DEFAULT_LANG,
+    locale_dir: Path = LOCALE_DIR,
+    feedback: bool = True,
 ) -> list[Path]:
-    """Write each notebook, translated, into ``out``; the paths written.
+    """Write each notebook, translated, into ``out``; the paths written. With ``feedback`` (the
+    default) each notebook's set-up cell also sets attnlib's feedback language to ``lang``
+    (:func:`with_language`; a notebook without a set-up cell is refused).
 
     Raises:
         CatalogueError: a catalogue is missing, or lacks a unit, or has an untranslated or fuzzy
@@ -595,9 +657,60 @@ def build(
     for notebook in notebooks:
         catalog = read_catalogue(catalogue_path(notebook, lang, locale_dir))
         target = out / Path(notebook).name
-        nbformat.write(translated_notebook(notebook, catalog), target)
+        nbformat.write(translated_notebook(notebook, catalog, lang if feedback else None), target)
         written.append(target)
     return written
+
+
+def _shown_outputs(cell: dict) -> list[str]:
+    """A code cell's outputs as text, for comparing two runs: streams joined, each output's text and
+    HTML (images by their bytes), execution counts and metadata left out."""
+    shown, stream = [], ""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            stream += out.get("text", "")
+            continue
+        data = out.get("data", {})
+        shown.append(
+            "".join(str(data.get(k, "")) for k in sorted(data))
+            if data
+            else f"{out.get('ename', '')}: {out.get('evalue', '')}"
+        )
+    return [stream, *shown]
+
+
+def differing_cells(translated: dict, english: dict) -> list[str]:
+    """The ids of the code cells whose outputs differ between the two runs (:func:`_shown_outputs`)."""
+    english_cells = {c["id"]: c for c in english["cells"] if c["cell_type"] == "code"}
+    return [
+        c["id"]
+        for c in translated["cells"]
+        if c["cell_type"] == "code" and _shown_outputs(c) != _shown_outputs(english_cells.get(c["id"], {}))
+    ]
+
+
+def execute(notebooks: list[Path], timeout: int = 600) -> dict[Path, list[str]]:
+    """Run each translated notebook top to bottom in place, in a fresh kernel whose working folder
+    is ``notebooks/`` (where the English runs: the trained models' cache ``../build/models`` is
+    shared, so a model the English run trained is loaded, not trained again); the ids of the code
+    cells whose outputs differ from the English notebook's stored ones, per notebook.
+
+    Raises:
+        nbclient.exceptions.CellExecutionError: a cell raised (the notebook is not written then).
+    """
+    from nbclient import NotebookClient
+
+    differing = {}
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        ).execute()
+        nbformat.write(nb, path)
+        english = NOTEBOOKS / Path(path).name
+        if english.exists():
+            differing[Path(path)] = differing_cells(nb, nbformat.read(english, as_version=4))
+    return differing
 
 
 # --- status and the command line -----------------------------------------------------------------
@@ -640,6 +753,7 @@ def main(argv: list[str]) -> int:
         "po": "create or update catalogues (a notebook named by its file gets one, others only updates)",
         "build": "write the translated notebooks",
         "status": "units and coverage per notebook, as a Markdown table",
+        "execute": "run translated notebooks top to bottom in place (in notebooks/'s folder)",
     }
     for name, text in helps.items():
         command = commands.add_parser(name, help=text)
@@ -649,6 +763,12 @@ def main(argv: list[str]) -> int:
         if name == "build":
             command.add_argument("--out", type=Path, required=True, help="for example build/zh")
     args = parser.parse_args(argv)
+    if args.command == "execute":
+        if not args.notebooks:
+            parser.error("execute: name the translated notebooks or their folder, e.g. build/zh")
+        for path, cells in execute(notebooks_in(args.notebooks)).items():
+            print(f"ran {path}: outputs differ from the English in {len(cells)} cells {' '.join(cells)}")
+        return 0
     notebooks = notebooks_in(args.notebooks)
     if args.command == "po":
         named = {Path(name) for name in args.notebooks if Path(name).is_file()}

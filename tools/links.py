@@ -1,6 +1,7 @@
 """Open-in-Colab and open-in-Binder links, and where a notebook installs attnlib from.
 
-Usage: ``python -m tools.links [--repo OWNER/NAME] [--branch BRANCH]`` (``make links``).
+Usage: ``python -m tools.links [--repo OWNER/NAME] [--branch BRANCH]`` (``make links``), and
+``python -m tools.links --lang zh_CN build/zh`` for a translated edition's notebooks (after ``make zh``).
 
 The links come from the repository's address on GitHub, never from a placeholder:
 ``--repo`` (``make links REPO=OWNER/NAME``), else ``GITHUB_REPOSITORY`` (set in GitHub Actions),
@@ -17,6 +18,14 @@ this writes, and on a second run refreshes (the links open the *student edition*
 
 It changes nothing else. With no address known it changes no file at all, and says so. The
 site builder (``tools.site``) adds the same links to every page when it knows the address.
+
+**Translated editions.** The Chinese student edition lies next to the English one, in the folder
+``student-zh/`` of the same branch (:data:`EDITION_FOLDERS`). ``make links`` also rewrites
+README.zh-CN.md from README.md and its catalogue (:mod:`tools.readme_i18n`), whose notebook table
+then links to the Chinese edition; ``--lang zh_CN DIR`` writes into the first markdown cell of each
+notebook in ``DIR`` (the translated notebooks of ``make zh``) the links to its Chinese student
+edition, in place of the English ones it was translated with. The link words come from
+``locale/<lang>/site.po`` (:mod:`tools.ui`).
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
+
+from .student import ENGLISH, N_
+from .student import text as ui_text
 
 ROOT = Path(__file__).resolve().parent.parent
 # The remote forms git prints: https (with or without a user) and ssh (scp-like or URL).
@@ -44,6 +56,11 @@ _BOOTSTRAP_FIRST = "# Where attnlib is not installed"  # how the set-up lines be
 # the branch EDITION_BRANCH: main's files plus the folder EDITION_FOLDER, so that Binder can build
 # the environment from that branch and Colab can open a notebook from it.
 EDITION_BRANCH, EDITION_FOLDER = "student-edition", "student"
+#: Each edition's folder on that branch, by language (`make student STUDENT_LANG=zh_CN` writes student-zh/).
+EDITION_FOLDERS = {ENGLISH: EDITION_FOLDER, "zh_CN": "student-zh"}
+OPEN_IN_COLAB, OPEN_IN_BINDER = N_("Open in Colab"), N_("Open in Binder")
+#: The head of the table's last column (README.md and its translations).
+RUN_IT = N_("run it without installing")
 # README.md's section that holds the notebook table (`## The notebooks`); tools.site reads it too.
 NOTEBOOK_TABLE = "The notebooks"
 
@@ -66,25 +83,39 @@ class Repo:
         """What ``pip install`` takes to install attnlib from this repository."""
         return f"git+https://github.com/{self.slug}@{self.branch}"
 
-    def student_path(self, path: str) -> str:
-        """Where the student edition of notebook ``path`` (e.g. ``notebooks/03_masking.ipynb``) lies."""
-        return f"{EDITION_FOLDER}/{Path(path).name}"
+    def student_path(self, path: str, lang: str = ENGLISH) -> str:
+        """Where the student edition in ``lang`` of notebook ``path`` (e.g. ``notebooks/03_masking.ipynb``)
+        lies."""
+        return f"{edition_folder(lang)}/{Path(path).name}"
 
-    def colab(self, path: str) -> str:
+    def colab(self, path: str, lang: str = ENGLISH) -> str:
         """Colab opens a notebook straight from GitHub: ``/github/OWNER/NAME/blob/BRANCH/PATH``.
 
-        ``path`` is the notebook's path in the repository; the link opens its student edition.
+        ``path`` is the notebook's path in the repository; the link opens its student edition
+        (in ``lang``).
         """
-        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.edition_branch}/{self.student_path(path)}"
+        where = self.student_path(path, lang)
+        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.edition_branch}/{where}"
 
-    def binder(self, path: str) -> str:
+    def binder(self, path: str, lang: str = ENGLISH) -> str:
         """mybinder.org builds the branch's environment and opens the student edition of ``path``."""
-        labpath = quote(self.student_path(path), safe="")
+        labpath = quote(self.student_path(path, lang), safe="")
         return f"https://mybinder.org/v2/gh/{self.slug}/{self.edition_branch}?labpath={labpath}"
 
-    def links(self, path: str) -> str:
-        """The two links to the student edition of notebook ``path``, as one line of Markdown."""
-        return f"[Open in Colab]({self.colab(path)}) · [Open in Binder]({self.binder(path)})"
+    def links(self, path: str, lang: str = ENGLISH) -> str:
+        """The two links to the student edition in ``lang`` of notebook ``path``, as one line of
+        Markdown, its words in ``lang``."""
+        colab, binder = ui_text(OPEN_IN_COLAB, lang), ui_text(OPEN_IN_BINDER, lang)
+        return f"[{colab}]({self.colab(path, lang)}) · [{binder}]({self.binder(path, lang)})"
+
+
+def edition_folder(lang: str) -> str:
+    """The folder of the student edition in ``lang`` on the branch :data:`EDITION_BRANCH`."""
+    if lang not in EDITION_FOLDERS:
+        raise ValueError(
+            f"expected a language with a student edition, one of {sorted(EDITION_FOLDERS)}, got {lang!r}"
+        )
+    return EDITION_FOLDERS[lang]
 
 
 def parse_remote(url: str) -> tuple[str, str] | None:
@@ -178,45 +209,86 @@ def with_bootstrap(code: str, repo: Repo | None) -> str:
     return bootstrap(repo) + "\n" + without_bootstrap(code)
 
 
-def with_links(markdown: str, repo: Repo | None, path: str) -> str:
-    """A first markdown cell whose last line holds the notebook's links (none without ``repo``)."""
+def with_links(markdown: str, repo: Repo | None, path: str, lang: str = ENGLISH) -> str:
+    """A first markdown cell whose last line holds the notebook's links to its student edition in
+    ``lang`` (none without ``repo``); any links line it had, in any language, goes."""
     text = _LINKS_LINE.sub("", markdown).rstrip("\n")
-    return f"{text}\n\n{repo.links(path)}" if repo else text
+    return f"{text}\n\n{repo.links(path, lang)}" if repo else text
 
 
-def with_readme_links(readme: str, repo: Repo, folder: str = "notebooks") -> str:
-    """README with a last column of links in the table of section "The notebooks"."""
-    start = readme.find(f"\n## {NOTEBOOK_TABLE}\n")
+# The table's rows: the head "| # | <notebook> | <what you learn> |", its rule, "| 03 | `03_masking` | ... |".
+_HEAD_ROW = re.compile(r"^(\|\s*#\s*\|[^|]*\|[^|]*\|)")
+_NOTEBOOK_ROW = re.compile(r"^(\|\s*\d+\s*\|\s*`([^`]+)`\s*\|[^|]*\|)")
+
+
+def _table_span(readme: str, section: str) -> tuple[int, int]:
+    start = readme.find(f"\n## {section}\n")
     if start < 0:
-        raise ValueError(f'README.md has no section "## {NOTEBOOK_TABLE}", whose table gets the links')
+        raise ValueError(f'the README has no section "## {section}", whose table gets the links')
     end = readme.find("\n## ", start + 1)
-    end = len(readme) if end < 0 else end
-    head = "| # | notebook | what you learn |"
+    return start, len(readme) if end < 0 else end
+
+
+def with_readme_links(
+    readme: str, repo: Repo, folder: str = "notebooks", lang: str = ENGLISH, section: str = NOTEBOOK_TABLE
+) -> str:
+    """README with a last column of links (to the student edition in ``lang``) in the table of
+    ``section`` ("The notebooks"; the translated README names it in its language)."""
+    start, end = _table_span(readme, section)
     out = []
-    for line in readme[start:end].split("\n"):
-        row = re.match(r"^(\|\s*\d+\s*\|\s*`([^`]+)`\s*\|[^|]*\|)", line)
-        if line.startswith(head):
-            line = head + " run it without installing |"
-        elif re.fullmatch(r"\|(-+\|){3,4}", line):
+    for line in without_readme_links(readme[start:end], section="").split("\n"):
+        if head := _HEAD_ROW.match(line):
+            line = f"{head[1]} {ui_text(RUN_IT, lang)} |"
+        elif re.fullmatch(r"\|(-+\|){3}", line):
             line = "|---|---|---|---|"
-        elif row:
-            line = f"{row[1]} {repo.links(f'{folder}/{row[2]}.ipynb')} |"
+        elif row := _NOTEBOOK_ROW.match(line):
+            line = f"{row[1]} {repo.links(f'{folder}/{row[2]}.ipynb', lang)} |"
         out.append(line)
     return readme[:start] + "\n".join(out) + readme[end:]
+
+
+def without_readme_links(readme: str, section: str = NOTEBOOK_TABLE) -> str:
+    """README without the column of links that :func:`with_readme_links` adds (as before ``make
+    links``); ``section=""`` takes ``readme`` as the section itself."""
+    start, end = _table_span(readme, section) if section else (0, len(readme))
+    out = []
+    for line in readme[start:end].split("\n"):
+        if _HEAD_ROW.match(line) or _NOTEBOOK_ROW.match(line):
+            cells = re.match(r"^(\|[^|]*\|[^|]*\|[^|]*\|)(.*)$", line)
+            line = cells[1] if cells[2].strip() else line
+        elif re.fullmatch(r"\|(-+\|){4}", line):
+            line = "|---|---|---|"
+        out.append(line)
+    return readme[:start] + "\n".join(out) + readme[end:]
+
+
+def readme_repo(readme: str) -> Repo | None:
+    """The repository that README's links point at (None where it has none): what a translated
+    README links to, so that it follows README.md without being told the address again."""
+    found = re.search(
+        r"https://colab\.research\.google\.com/github/([\w.-]+)/([\w.-]+)/blob/([\w./-]+?)/", readme
+    )
+    return Repo(found[1], found[2], edition_branch=found[3]) if found else None
 
 
 def _first(cells: list, kind: str) -> dict:
     return next(c for c in cells if c["cell_type"] == kind)
 
 
-def update_notebook(path: Path, repo: Repo | None, root: Path = ROOT) -> bool:
-    """Write or refresh one notebook's set-up lines and links; True if it changed."""
+def update_notebook(path: Path, repo: Repo | None, root: Path = ROOT, lang: str = ENGLISH) -> bool:
+    """Write or refresh one notebook's set-up lines and links (to its student edition in ``lang``);
+    True if it changed. A translated notebook gets its links only: its code is the English
+    notebook's, set-up lines included, byte for byte."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     markdown, code = _first(nb.cells, "markdown"), _first(nb.cells, "code")
-    relative = path.resolve().relative_to(root.resolve()).as_posix()
-    new_markdown, new_code = with_links(markdown.source, repo, relative), with_bootstrap(code.source, repo)
+    path = Path(path).resolve()
+    relative = (
+        path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) else path.name
+    )
+    new_markdown = with_links(markdown.source, repo, relative, lang)
+    new_code = with_bootstrap(code.source, repo) if lang == ENGLISH else code.source
     if (new_markdown, new_code) == (markdown.source, code.source):
         return False
     markdown.source, code.source = new_markdown, new_code
@@ -237,7 +309,18 @@ def main(argv: list[str]) -> int:
             "the links always open the student edition, on the branch student-edition"
         ),
     )
+    parser.add_argument(
+        "--lang",
+        default=ENGLISH,
+        help="a translated edition (zh_CN): write its links into the notebooks of the folders named",
+    )
+    parser.add_argument(
+        "folders", nargs="*", type=Path, help="with --lang: the translated notebooks (build/zh)"
+    )
     args = parser.parse_args(argv)
+    if (args.lang != ENGLISH) != bool(args.folders):
+        parser.error("--lang zh_CN takes the folder of that edition's notebooks (build/zh), and only it does")
+    edition_folder(args.lang)  # a language without an edition is an error before anything is written
     repo = find_repo(None, ROOT, args.branch, args.repo)
     if repo is None:
         # Writing "no address" would strip links that an earlier run wrote: leave every file alone.
@@ -246,6 +329,14 @@ def main(argv: list[str]) -> int:
             " 'origin'): nothing written, every file left as it was. Run  make links REPO=OWNER/NAME"
         )
         return 0
+    if args.lang != ENGLISH:
+        paths = [p for folder in args.folders for p in sorted(folder.glob("*.ipynb"))]
+        if not paths:
+            parser.error(f"expected notebooks in {', '.join(map(str, args.folders))}, got none (run make zh)")
+        changed = [p.name for p in paths if update_notebook(p, repo, ROOT, args.lang)]
+        print(f"links to {repo.slug}, {edition_folder(args.lang)}/")
+        print(f"updated: {', '.join(changed)}" if changed else "nothing to change")
+        return 0
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     new = with_readme_links(text, repo)  # before any notebook changes: README may lack the table
@@ -253,6 +344,14 @@ def main(argv: list[str]) -> int:
     if new != text:
         readme.write_text(new, encoding="utf-8")
         changed.append("README.md")
+    from . import i18n, readme_i18n  # Babel: the translated READMEs follow README.md, links included
+
+    try:
+        changed += readme_i18n.write_all()
+    except i18n.CatalogueError as error:
+        print(f"links to {repo.slug}@{repo.branch}; updated: {', '.join(changed) or 'nothing'}")
+        print(f"the translated READMEs were not rewritten: {error}", file=sys.stderr)
+        return 1
     print(f"links to {repo.slug}@{repo.branch}")
     print(f"updated: {', '.join(changed)}" if changed else "nothing to change")
     return 0

@@ -17,15 +17,22 @@ speaker notes, key ``S``) gets
 The first notes cell also holds :data:`PRESENTING`, how to present the notebook live with RISE,
 and the Exercises intro says where answers go (the cell tagged ``solution``; the student
 edition of :mod:`tools.student` says ``exercise``).
+
+A translated notebook (``python -m tools.i18n build``; its language in ``metadata.attnlib.language``)
+has the label, the ``<details>`` line and the paragraph on presenting as its catalogue translates
+them (:data:`LABELS`, :data:`OPENS`, :data:`PRESENTINGS`; a test holds these to the catalogues):
+:func:`problems`, :func:`unwrap` and :func:`without_presenting` read them in either language.
+:func:`apply` edits the English notebooks only: a translation takes its form from the English.
 """
 
+# ruff: noqa: RUF001  (the Chinese forms are written with full-width punctuation: ，：；)
 from __future__ import annotations
 
 import re
 import sys
 from pathlib import Path
 
-from .student import EXERCISES_HEADING, SOLUTION_TAG, exercise_intro, is_notes
+from .student import ENGLISH, EXERCISES_HEADING, SOLUTION_TAG, exercise_intro, is_notes, language
 
 # Plain text: JupyterLab shows the first line of a collapsed cell as typed, asterisks included.
 LABEL = "Instructor notes (hidden in the student edition; press S in the slides)"
@@ -42,6 +49,20 @@ _PRESENTING_ANY = re.compile(
 )
 OPEN = "<details><summary>Show the notes</summary>"
 CLOSE = "</details>"
+# The same in the translations, as the notebook catalogues translate LABEL, OPEN and PRESENTING.
+LABELS = {ENGLISH: LABEL, "zh_CN": "教师备注（学生版中隐藏；在幻灯片中按 S 查看）"}
+OPENS = {ENGLISH: OPEN, "zh_CN": "<details><summary>显示备注</summary>"}
+PRESENTINGS = {
+    ENGLISH: PRESENTING,
+    "zh_CN": (
+        "*用 RISE 现场演示*：先在 JupyterLab 中运行全部单元格（cell），"
+        "即 Run → Run All Cells（备注保持折叠），并保存；然后按 `Alt+R` 打开幻灯片（slide），"
+        "按 `S` 打开这些备注。交互探索器（explorer）所在的幻灯片，"
+        "在其单元格于运行中的内核（kernel）里运行之前，只显示原始的 `VBox(...)` 文本：遇到这种情况，"
+        "选中该单元格并按 `Shift+Enter`。"
+    ),
+}
+_PRESENTING_ZH = re.compile(r"^\*用 RISE 现场演示\*：[^\n]*(?:\n(?!\n)[^\n]*)*\n*", re.M)
 # The opening words the notes had before the label, now said by the label.
 _OLD_OPENING = re.compile(r"\ASpeaker notes(?: \(([^)]*)\))?\.\s*")
 
@@ -52,14 +73,17 @@ def _text(cell: dict) -> str:
 
 
 def unwrap(text: str) -> str:
-    """A notes cell's text without the ``<details>`` wrapper (what the speaker view shows)."""
-    text = text.replace(OPEN + "\n", "", 1)
+    """A notes cell's text without the ``<details>`` wrapper (what the speaker view shows), in
+    any language of :data:`OPENS`."""
+    opening = next((o for o in OPENS.values() if o + "\n" in text), OPEN)
+    text = text.replace(opening + "\n", "", 1)
     return text.removesuffix(CLOSE).rstrip("\n") if text.rstrip("\n").endswith(CLOSE) else text
 
 
 def without_presenting(text: str) -> str:
-    """``text`` without the paragraph on presenting live with RISE, in any of its wordings."""
-    return _PRESENTING_ANY.sub("", text)
+    """``text`` without the paragraph on presenting live with RISE, in any of its wordings and
+    languages."""
+    return _PRESENTING_ZH.sub("", _PRESENTING_ANY.sub("", text))
 
 
 def _label(text: str, first: bool) -> str:
@@ -79,7 +103,15 @@ def apply(nb: dict) -> bool:
 
     Returns:
         Whether anything changed.
+
+    Raises:
+        ValueError: ``nb`` is a translation (its English notebook is the one to edit).
     """
+    if language(nb) != ENGLISH:
+        raise ValueError(
+            f"expected an English notebook (tools.notes edits notebooks/), got one in {language(nb)}: "
+            "a translation takes its notes' form from the English and its catalogue"
+        )
     changed = False
     first = True
     for cell in nb["cells"]:
@@ -103,7 +135,12 @@ def apply(nb: dict) -> bool:
 
 
 def problems(nb: dict) -> list[str]:
-    """What in ``nb`` breaks the conventions (an empty list when it follows them)."""
+    """What in ``nb`` breaks the conventions (an empty list when it follows them), in the
+    notebook's language (:func:`tools.student.language`)."""
+    lang = language(nb)
+    if lang not in LABELS:
+        raise ValueError(f"expected a notebook in one of {sorted(LABELS)}, got one in {lang!r}")
+    label, opening, presenting = LABELS[lang], OPENS[lang], PRESENTINGS[lang]
     found = []
     notes = [(i, c) for i, c in enumerate(nb["cells"]) if is_notes(c)]
     for n, (i, cell) in enumerate(notes):
@@ -111,15 +148,15 @@ def problems(nb: dict) -> list[str]:
         text = _text(cell)
         if cell.get("cell_type") != "markdown":
             found.append(f"{where}: speaker notes must be markdown")
-        if not text.startswith(LABEL + "\n"):
-            found.append(f"{where}: notes must start with the line {LABEL!r}")
-        if not (text.startswith(f"{LABEL}\n\n{OPEN}\n") and text.rstrip("\n").endswith(CLOSE)):
-            found.append(f"{where}: the notes' body must sit in {OPEN} ... {CLOSE}")
+        if not text.startswith(label + "\n"):
+            found.append(f"{where}: notes must start with the line {label!r}")
+        if not (text.startswith(f"{label}\n\n{opening}\n") and text.rstrip("\n").endswith(CLOSE)):
+            found.append(f"{where}: the notes' body must sit in {opening} ... {CLOSE}")
         if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden") is not True:
             found.append(f"{where}: notes must be collapsed (metadata.jupyter.source_hidden = true)")
-        if (PRESENTING in text) != (n == 0):
+        if (presenting in text) != (n == 0):
             found.append(f"{where}: the note on presenting live belongs in the first notes cell only")
-        if len(_PRESENTING_ANY.findall(text)) > (n == 0):
+        if len(_PRESENTING_ANY.findall(text)) + len(_PRESENTING_ZH.findall(text)) > (n == 0):
             found.append(
                 f"{where}: the note on presenting live is there more than once (or in an old wording)"
             )
@@ -130,7 +167,7 @@ def problems(nb: dict) -> list[str]:
         if (
             cell.get("cell_type") == "markdown"
             and EXERCISES_HEADING.match(text.lstrip())
-            and exercise_intro(text, SOLUTION_TAG) != text
+            and exercise_intro(text, SOLUTION_TAG, lang) != text
         ):
             found.append(f"cell {i}: the Exercises intro should say 'the cell tagged `solution`'")
     return found

@@ -21,17 +21,45 @@ import re
 from html import escape
 from pathlib import Path
 
+from .ui import N_
+from .ui import text as ui_text
+
 TEMPLATES = Path(__file__).with_name("templates")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CODE_STYLE = "xcode"  # a Pygments style whose colours all pass WCAG AA on the code background
-INTERACTIVE_NOTE = "Interactive explorer: open this notebook in JupyterLab and run it to use the controls."
+INTERACTIVE_NOTE = N_(
+    "Interactive explorer: open this notebook in JupyterLab and run it to use the controls."
+)
 # The alt text of an explorer's still begins with this, then the cell's caption.
-STILL_ALT = "A still of the explorer's default view: "
-STILL_NOTE = (
+STILL_ALT = N_("A still of the explorer's default view: ")
+STILL_NOTE = N_(
     "A still of the explorer's default view. It is interactive in JupyterLab: open the notebook "
     "and run it to use the controls."
 )
+# The words the page and deck templates write (``resources["ui"]``), by the name they use.
+TEMPLATE_TEXT = {
+    "figure_alt": N_("figure drawn by the code above"),
+    "zoom_title": N_("show the figure at full size"),
+    "zoom_cue": N_("Tap or click to enlarge"),
+    "zoom_close": N_("× Close"),  # noqa: RUF001 (the multiplication sign is the close mark)
+    "slides": N_("slides"),
+}
+# The ``lang`` attribute of a page in each language the catalogues name (``zh_CN`` -> ``zh-CN``).
+HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
+
+
+def html_lang(lang: str | None) -> str:
+    """The BCP 47 tag of ``lang`` (a catalogue's name, ``None`` for English) for ``<html lang>``."""
+    lang = lang or "en"
+    if lang not in HTML_LANG:
+        raise ValueError(f"expected a language among {sorted(HTML_LANG)}, got {lang!r}")
+    return HTML_LANG[lang]
+
+
+def template_text(lang: str | None) -> dict[str, str]:
+    """:data:`TEMPLATE_TEXT` in ``lang``, for the templates (a missing translation stops the build)."""
+    return {name: ui_text(english, lang) for name, english in TEMPLATE_TEXT.items()}
 
 
 def _source(cell: dict) -> str:
@@ -115,14 +143,17 @@ def _without_bars(text: str) -> str:
     return "" if not out.strip() else out
 
 
-def static_outputs(nb: dict, training_logs: bool = True) -> dict:
+def static_outputs(nb: dict, training_logs: bool = True, lang: str | None = None) -> dict:
     """A copy of ``nb`` fit for a static page: explorers as stills, no stderr, no widget state.
 
     Args:
         nb: a notebook (dict).
         training_logs: keep the printed log (stdout) of a cell that also drew a progress bar
             (wrote to stderr), i.e. a training cell; the decks leave it out.
+        lang: the language of the lines said about explorers (``None``: English).
     """
+    still_alt, still_note = ui_text(STILL_ALT, lang), ui_text(STILL_NOTE, lang)
+    interactive_note = ui_text(INTERACTIVE_NOTE, lang)
     nb = copy.deepcopy(nb)
     widgets = nb.get("metadata", {}).pop("widgets", {})
     state = widgets.get(WIDGET_STATE, {}).get("state", {})
@@ -145,10 +176,10 @@ def static_outputs(nb: dict, training_logs: bool = True) -> dict:
                 outputs.append(out)
                 continue
             still = widget_still(state, view.get("model_id", ""))
-            outputs += [*still, _note_output(STILL_NOTE if still else INTERACTIVE_NOTE)]
+            outputs += [*still, _note_output(still_note if still else interactive_note)]
             caption = cell.get("metadata", {}).get("caption")
-            if still and caption and not caption.startswith(STILL_ALT):
-                cell["metadata"]["caption"] = f"{STILL_ALT}{caption[0].lower()}{caption[1:]}"
+            if still and caption and not caption.startswith(still_alt):
+                cell["metadata"]["caption"] = f"{still_alt}{caption[0].lower()}{caption[1:]}"
         cell["outputs"] = outputs
     return nb
 
@@ -168,9 +199,44 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
         return f'<code class="tex-error">{escape(tex)}</code>'
 
 
+# A CJK character or full-width punctuation mark (Chinese, Japanese kana, Korean, the full-width
+# forms and the CJK symbols block).
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_CJK_BREAK = re.compile(rf"(?<=[{_CJK}])[ \t]*\n[ \t]*(?=[{_CJK}])")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def join_cjk_lines(source: str) -> str:
+    """Markdown with the line breaks inside a paragraph that fall between two CJK characters
+    removed: browsers draw such a break as a space, which Chinese text does not have. Code
+    fences, headings and other lines that a break ends (a ``#`` heading, a table row) keep theirs;
+    text without CJK is returned unchanged."""
+    if not re.search(f"[{_CJK}]", source):
+        return source
+    out: list[str] = []
+    fenced = False
+    for line in source.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif (
+            not fenced
+            and out
+            and not re.match(r"\s*(#|\||$)", out[-1])
+            and not re.match(r"\s*(#|\||[-*+>]\s|\d+[.)]\s|$)", line)
+            and _CJK_BREAK.search(out[-1][-1:] + "\n" + line.lstrip()[:1])
+        ):
+            out[-1] += line.lstrip()
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 def markdown_to_html(source: str, **renderer_options: object) -> str:
-    """Markdown (with $...$ maths) to HTML, the maths as MathML."""
+    """Markdown (with $...$ maths) to HTML, the maths as MathML; in Chinese text, a line break
+    between two CJK characters is no space (:func:`join_cjk_lines`)."""
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    source = join_cjk_lines(source)
 
     class MathMLRenderer(IPythonRenderer):
         def block_math(self, body: str) -> str:
@@ -225,8 +291,9 @@ def readable_colours(html: str, minimum: float = 4.5) -> str:
     return _INLINE_RGB.sub(darken, html)
 
 
-def exporter(kind: str, template: str):
-    """An nbconvert exporter (``kind`` 'html' or 'slides') using one of our templates."""
+def exporter(kind: str, template: str, lang: str | None = None):
+    """An nbconvert exporter (``kind`` 'html' or 'slides') using one of our templates, for pages
+    in ``lang`` (``<html lang>``; ``None``: English)."""
     from jinja2 import pass_context
     from nbconvert.exporters import HTMLExporter, SlidesExporter
 
@@ -269,4 +336,5 @@ def exporter(kind: str, template: str):
     exp = Exporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name=template)
     exp.exclude_input_prompt = True
     exp.exclude_output_prompt = True
+    exp.language_code = html_lang(lang)
     return exp

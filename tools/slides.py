@@ -1,8 +1,16 @@
 """Build one reveal.js deck per notebook, fit to open offline in any lecture room.
 
-Usage: ``python -m tools.slides [--solutions] [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides`` runs
-``notebooks`` -> ``build/slides``; ``make slides-solutions`` runs ``--solutions`` ->
+Usage: ``python -m tools.slides [--solutions] [--lang zh_CN] [NOTEBOOK_DIR] [OUT_DIR]`` (``make slides``
+runs ``notebooks`` -> ``build/slides``; ``make slides-solutions`` runs ``--solutions`` ->
 ``build/slides-solutions``).
+
+**Translations.** With ``--lang zh_CN`` the decks are built from the notebooks as
+``tools.i18n build`` writes them from the catalogues (into a temporary folder, never a stale
+``build/zh``), or from ``--from DIR`` (e.g. ``build/zh``), into ``OUT_DIR/zh/`` by default
+(``build/slides/zh/``, where the Chinese site links; ``build/slides-solutions/zh/`` with
+``--solutions``), with ``<html lang="zh-CN">``. The interface text the decks add (the banner of
+the instructor decks, the title, a figure's fallback alt text, the lines about explorers) comes
+from ``locale/<lang>/site.po`` (:mod:`tools.ui`); a string without a translation stops the build.
 
 Two kinds of deck. The class decks (the default, and the ones the site links to) show each
 exercise as the student edition does (:func:`tools.student.student_notebook`): its text and the
@@ -32,17 +40,25 @@ import copy
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from .links import without_bootstrap
 from .notes import unwrap, without_presenting
-from .publish import exporter, static_outputs, title_of
+from .publish import exporter, static_outputs, template_text, title_of
 from .student import is_notes, student_notebook
+from .ui import N_
+from .ui import text as ui_text
 
 REVEAL_DIR = "reveal.js"
 OUTPUT_APART = "slides-output-apart"  # a code cell tag: the deck shows its outputs on the next slide
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SOLUTIONS_BANNER = "Instructor deck: contains solutions"
+SOLUTIONS_BANNER = N_("Instructor deck: contains solutions")
+DECK_TITLE = N_("{title} (slides)")
+SOLUTIONS_TITLE = N_("{title} · instructor deck with solutions (slides)")
+ENGLISH = "en"
+# Where the decks of each translation go, under the English decks' folder (as the site's pages).
+EDITION_FOLDERS = {"zh_CN": "zh"}
 
 
 def short_traceback(lines: list[str]) -> list[str]:
@@ -102,34 +118,42 @@ def deck_name(notebook: Path) -> str:
     return f"{notebook.stem}.slides.html"
 
 
-def _with_banner(cells: list[dict]) -> list[dict]:
-    """``cells`` with :data:`SOLUTIONS_BANNER` at the top of the first (title) slide."""
+def _with_banner(cells: list[dict], lang: str = ENGLISH) -> list[dict]:
+    """``cells`` with :data:`SOLUTIONS_BANNER` (in ``lang``) at the top of the first (title) slide."""
     cells = copy.deepcopy(cells)
-    banner = f'<p class="solutions-banner">{SOLUTIONS_BANNER}</p>\n\n'
+    banner = f'<p class="solutions-banner">{ui_text(SOLUTIONS_BANNER, lang)}</p>\n\n'
     first = next(c for c in cells if c.get("cell_type") == "markdown" and not is_notes(c))
     text = first["source"]
     first["source"] = banner + ("".join(text) if isinstance(text, list) else text)
     return cells
 
 
-def build_decks(notebook_dir: Path, out_dir: Path, solutions: bool = False) -> list[Path]:
+def build_decks(
+    notebook_dir: Path, out_dir: Path, solutions: bool = False, lang: str = ENGLISH
+) -> list[Path]:
     """Write ``NN_name.slides.html`` for every notebook in ``notebook_dir`` (or for the one
     notebook it names); return their paths. The class decks unless ``solutions`` (see the
-    module's docstring)."""
+    module's docstring). ``lang`` is the language of the notebooks (:func:`build_translated`
+    translates them first); the decks' own words are in it too."""
     import nbformat
 
+    ui = template_text(lang)  # fails on a missing translation before anything is written
+    banner_title = ui_text(SOLUTIONS_TITLE if solutions else DECK_TITLE, lang)
+    if solutions:
+        ui_text(SOLUTIONS_BANNER, lang)
     out_dir.mkdir(parents=True, exist_ok=True)
     copy_reveal(out_dir)
-    exp = exporter("slides", "attn-deck")
+    exp = exporter("slides", "attn-deck", lang)
     exp.reveal_url_prefix = REVEAL_DIR
     written = []
     paths = [notebook_dir] if notebook_dir.suffix == ".ipynb" else sorted(notebook_dir.glob("*.ipynb"))
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        nb = static_outputs(nb if solutions else student_notebook(nb, lesson_notes=True), training_logs=False)
-        nb["cells"] = deck_cells(_with_banner(nb["cells"]) if solutions else nb["cells"])
-        title = title_of(nb) + (" · instructor deck with solutions" if solutions else "")
-        resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title}
+        shown = nb if solutions else student_notebook(nb, lesson_notes=True, lang=lang)
+        nb = static_outputs(shown, training_logs=False, lang=lang)
+        nb["cells"] = deck_cells(_with_banner(nb["cells"], lang) if solutions else nb["cells"])
+        title = banner_title.format(title=title_of(nb))
+        resources = {"metadata": {"name": path.stem, "path": str(path.parent)}, "deck_title": title, "ui": ui}
         html, _ = exp.from_notebook_node(nbformat.from_dict(nb), resources=resources)
         target = out_dir / deck_name(path)
         target.write_text(html, encoding="utf-8")
@@ -137,14 +161,50 @@ def build_decks(notebook_dir: Path, out_dir: Path, solutions: bool = False) -> l
     return written
 
 
+def build_translated(
+    notebooks: Path, out_dir: Path, lang: str, solutions: bool = False, translated: Path | None = None
+) -> list[Path]:
+    """The decks in ``lang`` of the English notebooks ``notebooks`` (a folder, or one notebook):
+    built from ``translated`` (a folder of translated notebooks, e.g. ``build/zh``) where given,
+    else from what ``tools.i18n.build`` writes from the catalogues into a temporary folder."""
+    if lang not in EDITION_FOLDERS:
+        raise ValueError(f"expected a language among {sorted(EDITION_FOLDERS)}, got {lang!r}")
+    one = notebooks.suffix == ".ipynb"
+    if translated is not None:
+        return build_decks(translated / notebooks.name if one else translated, out_dir, solutions, lang)
+    from .i18n import build
+
+    with tempfile.TemporaryDirectory(prefix=f"slides-{lang}-") as tmp:
+        build([notebooks] if one else sorted(notebooks.glob("*.ipynb")), Path(tmp), lang)
+        source = Path(tmp) / notebooks.name if one else Path(tmp)
+        return build_decks(source, out_dir, solutions, lang)
+
+
 def main(argv: list[str]) -> int:
-    solutions = "--solutions" in argv
-    argv = [a for a in argv if a != "--solutions"]
-    source = Path(argv[0]) if argv else Path("notebooks")
-    target = (
-        Path(argv[1]) if len(argv) > 1 else Path("build/slides-solutions" if solutions else "build/slides")
-    )
-    for path in build_decks(source, target, solutions=solutions):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.slides", description=__doc__.split("\n")[0])
+    parser.add_argument("--solutions", action="store_true", help="the instructor decks, with solutions")
+    parser.add_argument("--lang", choices=sorted(EDITION_FOLDERS), help="the decks in this language")
+    parser.add_argument("--from", dest="translated", type=Path, help="translated notebooks (default: built)")
+    parser.add_argument("source", nargs="?", type=Path, default=Path("notebooks"))
+    parser.add_argument("target", nargs="?", type=Path)
+    args = parser.parse_args(argv)
+    solutions = args.solutions
+    target = args.target or Path("build/slides-solutions" if solutions else "build/slides")
+    if args.lang and args.target is None:
+        target = target / EDITION_FOLDERS[args.lang]
+    if args.lang:
+        from .i18n import CatalogueError
+
+        try:
+            paths = build_translated(args.source, target, args.lang, solutions, args.translated)
+        except CatalogueError as err:
+            print(f"tools.slides: {err}", file=sys.stderr)
+            return 1
+    else:
+        paths = build_decks(args.source, target, solutions=solutions)
+    for path in paths:
         print(f"wrote {path}")
     kind = (
         "instructor decks, WITH SOLUTIONS: not for students before the deadline"

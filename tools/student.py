@@ -1,8 +1,9 @@
 """Write the student edition of the notebooks: solutions become stubs, nothing a student
 edited is ever overwritten.
 
-Usage: ``python -m tools.student [SOURCE_DIR] [TARGET_DIR]`` (``make student`` runs
-``notebooks`` -> ``student``).
+Usage: ``python -m tools.student [SOURCE_DIR] [TARGET_DIR] [--lang LANG]`` (``make student`` runs
+``notebooks`` -> ``student``; the Chinese edition is ``build/zh`` -> ``student-zh`` with
+``--lang zh_CN``, from the notebooks that ``make zh`` writes).
 
 A code cell tagged ``solution`` keeps its imports and the signatures and docstrings of its
 functions and classes; every function body becomes ``raise NotImplementedError``, every
@@ -18,6 +19,15 @@ reaches the student:
 - the intro of the Exercises section says where to write: "the cell tagged ``exercise``".
 
 Every other cell is copied unchanged.
+
+**Other languages.** A translated notebook (``python -m tools.i18n build``, which records its language
+in ``metadata.attnlib.language``) gets the same treatment: the cells are found by their tags and
+slide types, and the headings by the English or the translated words (:data:`EXERCISES_HEADING`,
+:data:`EXERCISE_HEADING`). Code cells, stubs included, are the English student edition's. What this
+tool writes in prose, the reasoning prompt, comes from ``locale/<lang>/site.po`` through
+:mod:`tools.ui` (it needs Babel, which the translated edition needs anyway); the Exercises intro
+keeps its translated wording and only names the tag ``exercise`` where it named ``solution``. The
+English edition needs nothing beyond the standard library.
 
 ``TARGET_DIR/.edition.json`` records a hash of each file as written. A file whose content
 no longer matches (the student changed it) is left alone and reported; delete or rename it
@@ -41,15 +51,25 @@ REASONING_TAG = "reasoning"
 #: How a ``reasoning`` cell starts in the notebooks (the model answer), and what the student edition
 #: puts in its place (nbgrader's ``ClearSolutions.text_stub`` in the course, so the release matches).
 REASONING_START = "**Why.** "
-REASONING_PROMPT = (
+
+
+def N_(english: str) -> str:  # noqa: N802 (gettext's name)
+    """Mark ``english`` for ``locale/<lang>/site.po`` (as :func:`tools.ui.N_` does, which this
+    module cannot import: tools.ui needs Babel, and the English edition runs on the standard library)."""
+    return english
+
+
+REASONING_PROMPT = N_(
     "**Why?** Write your reasoning here, in a sentence or two, before you run anything: "
     "the check grades the answer, not how you found it."
 )
+ENGLISH = "en"
 MANIFEST = ".edition.json"
 STUB = 'raise NotImplementedError("Exercise: replace this line with your code")'
 CHECK_CALL = re.compile(r"\bcheck\.\w+\(")
-EXERCISES_HEADING = re.compile(r"#{1,2}\s+Exercises\b")
-EXERCISE_HEADING = re.compile(r"#{3,}\s+Exercise\b")
+# The headings in English and as the notebook catalogues translate them ("## 练习", "### 练习 1.1——...").
+EXERCISES_HEADING = re.compile(r"#{1,2}\s+(?:Exercises\b|练习(?=\s|$))")
+EXERCISE_HEADING = re.compile(r"#{3,}\s+(?:Exercise\b|练习\s*\d)")
 SECTION_HEADING = re.compile(r"#{1,2}\s")
 # How an Exercises intro says where to write; older wordings included, so that a new notebook
 # reads right in the student edition before `python -m tools.notes` has normalised it.
@@ -57,6 +77,8 @@ _WHERE = re.compile(
     r"in the (?:first (?:code )?cell of each exercise|cell tagged as the solution|cell tagged `\w+`)"
 )
 _HAS_CELL = re.compile(r"Each exercise has a cell for your (answer|code)(?:, tagged `\w+`,)?")
+# A translated intro says where to write in its own words, around the tag's name as a code span.
+_TAG_SPAN = re.compile(rf"`(?:{SOLUTION_TAG}|{EXERCISE_TAG})`")
 
 
 def _source(cell: dict) -> str:
@@ -122,8 +144,14 @@ def stub_source(source: str) -> str:
     return "".join(out).rstrip("\n")
 
 
-def exercise_intro(text: str, tag: str) -> str:
-    """The Exercises intro ``text`` saying that answers go into the cell tagged ``tag``."""
+def exercise_intro(text: str, tag: str, lang: str = ENGLISH) -> str:
+    """The Exercises intro ``text`` saying that answers go into the cell tagged ``tag``.
+
+    In English the sentence that says where is rewritten (older wordings included); in a
+    translation, which keeps that sentence's tag as a code span, the span names ``tag``.
+    """
+    if lang != ENGLISH:
+        return _TAG_SPAN.sub(f"`{tag}`", text)
     text = _WHERE.sub(f"in the cell tagged `{tag}`", text)
     return _HAS_CELL.sub(lambda m: f"Each exercise has a cell for your {m[1]}, tagged `{tag}`,", text)
 
@@ -134,6 +162,7 @@ def is_reasoning(cell: dict) -> bool:
 
 
 def is_notes(cell: dict) -> bool:
+    """A speaker-notes cell (slide type ``notes``), in any language."""
     return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == NOTES
 
 
@@ -171,7 +200,23 @@ def exercises_start(cells: list[dict]) -> int:
     return len(cells)
 
 
-def student_notebook(nb: dict, lesson_notes: bool = False) -> dict:
+def language(nb: dict) -> str:
+    """The language of a notebook's prose: ``metadata.attnlib.language`` (``tools.i18n build``
+    writes it), else English."""
+    return nb.get("metadata", {}).get("attnlib", {}).get("language") or ENGLISH
+
+
+def text(english: str, lang: str) -> str:
+    """``english`` (a string marked ``N_``) in ``lang``: from ``locale/<lang>/site.po`` through
+    :mod:`tools.ui`, imported only for a language other than English."""
+    if lang == ENGLISH:
+        return english
+    from . import ui  # Babel: only the translated editions need it
+
+    return ui.text(english, lang)
+
+
+def student_notebook(nb: dict, lesson_notes: bool = False, lang: str | None = None) -> dict:
     """A copy of ``nb`` with solutions stubbed and everything that would give them away removed.
 
     Args:
@@ -179,7 +224,11 @@ def student_notebook(nb: dict, lesson_notes: bool = False) -> dict:
         lesson_notes: keep the speaker notes before the Exercises heading (the class decks of
             :mod:`tools.slides` show them in the speaker view); the notes of the Exercises
             section discuss the answers and always go.
+        lang: the language of its prose; by default the one it records (:func:`language`).
+            The text this writes (the reasoning prompt, the intro's tag) is in that language.
     """
+    lang = language(nb) if lang is None else lang
+    prompt = text(REASONING_PROMPT, lang)
     nb = copy.deepcopy(nb)
     dropped = answer_cells(nb["cells"])
     if lesson_notes:
@@ -188,9 +237,9 @@ def student_notebook(nb: dict, lesson_notes: bool = False) -> dict:
     nb["cells"] = [cell for i, cell in enumerate(nb["cells"]) if i not in dropped]
     for cell in nb["cells"]:
         if cell.get("cell_type") == "markdown" and EXERCISES_HEADING.match(_source(cell).lstrip()):
-            cell["source"] = exercise_intro(_source(cell), EXERCISE_TAG)
+            cell["source"] = exercise_intro(_source(cell), EXERCISE_TAG, lang)
         if is_reasoning(cell):
-            cell["source"] = REASONING_PROMPT
+            cell["source"] = prompt
         if cell.get("cell_type") != "code":
             continue
         tags = cell.get("metadata", {}).get("tags", [])
@@ -208,9 +257,20 @@ def _dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
-def student_text(path: Path) -> str:
-    """The student edition of the notebook at ``path``, as the text of its file."""
-    return _dumps(student_notebook(json.loads(path.read_text(encoding="utf-8"))))
+def student_text(path: Path, lang: str | None = None) -> str:
+    """The student edition of the notebook at ``path``, as the text of its file.
+
+    Raises:
+        ValueError: ``lang`` is given and the notebook records another language (an English
+            notebook handed to the Chinese edition, say).
+    """
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    if lang is not None and language(nb) != lang:
+        raise ValueError(
+            f"expected a notebook in {lang} (the edition `python -m tools.i18n build --lang {lang}` "
+            f"writes, e.g. make zh into build/zh), got {path} in {language(nb)}"
+        )
+    return _dumps(student_notebook(nb))
 
 
 def _digest(text: str) -> str:
@@ -260,21 +320,44 @@ def print_report(target_dir: Path, report: dict[str, list[str]]) -> None:
         )
 
 
-def build(source_dir: Path, target_dir: Path) -> dict[str, list[str]]:
+def build(source_dir: Path, target_dir: Path, lang: str | None = None) -> dict[str, list[str]]:
     """Write the student edition of every notebook in ``source_dir`` into ``target_dir``.
+
+    ``lang``, where given, is the language every notebook must be in (:func:`student_text`).
 
     Returns:
         ``{"written": [...], "unchanged": [...], "kept": [...]}`` file names; ``kept`` are
         notebooks the student edited, left as they were.
     """
-    texts = {path.name: student_text(path) for path in sorted(source_dir.glob("*.ipynb"))}
-    return write_unless_edited(target_dir, texts, MANIFEST)
+    paths = sorted(Path(source_dir).glob("*.ipynb"))
+    if not paths:
+        raise FileNotFoundError(f"expected notebooks (*.ipynb) in {source_dir}, got none")
+    texts = {path.name: student_text(path, lang) for path in paths}
+    return write_unless_edited(Path(target_dir), texts, MANIFEST)
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[0]) if argv else Path("notebooks")
-    target = Path(argv[1]) if len(argv) > 1 else Path("student")
-    print_report(target, build(source, target))
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.student", description=__doc__.split("\n")[0])
+    parser.add_argument("source", nargs="?", type=Path, default=Path("notebooks"), help="default: notebooks")
+    parser.add_argument(
+        "target", nargs="?", type=Path, default=None, help="default: student (student-zh ...)"
+    )
+    parser.add_argument(
+        "--lang",
+        default=None,
+        help="the edition's language, e.g. zh_CN: the source must be that edition (make zh's build/zh)",
+    )
+    args = parser.parse_args(argv)
+    lang = None if args.lang in (None, ENGLISH) else args.lang
+    target = args.target or Path("student" if lang is None else f"student-{lang.split('_')[0]}")
+    try:
+        report = build(args.source, target, lang)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"python -m tools.student: {error}", file=sys.stderr)
+        return 1
+    print_report(target, report)
     return 0
 
 

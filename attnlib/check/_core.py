@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import N_, fmt, tr
 from ._reach import Forbidden, OutOfReachError, _attnlib_modules, out_of_reach
 
 __all__ = [
@@ -72,9 +73,32 @@ __all__ = [
 
 #: The word every verdict starts with, by status: the meaning is in words, never only in a colour
 #: or an emoji (without an emoji font, or read aloud, those all look or sound alike).
-WORDS = {"pass": "Passed", "todo": "Not yet", "fail": "Wrong", "error": "Error"}
+WORDS = {"pass": N_("Passed"), "todo": N_("Not yet"), "fail": N_("Wrong"), "error": N_("Error")}
 #: How each message begins, before the exercise's title: ``f"{FAIL} {title}: ..."``.
+#: A message is written with the English prefix; a :class:`Verdict` shows it in the current language.
 PASS, TODO, FAIL, ERROR = (f"{WORDS[status]}:" for status in ("pass", "todo", "fail", "error"))
+#: How the word and the rest of the message join (translated: "{word}：").
+WORD_THEN = N_("{word}:")
+
+
+def _prefix(status: str) -> str:
+    """The word a message of ``status`` starts with, and its colon, in the current language."""
+    return tr(WORD_THEN).format(word=tr(WORDS[status]))
+
+
+def _localised(message: str) -> str:
+    """``message`` with its English status prefix (:data:`PASS`, ...) in the current language."""
+    for status, word in WORDS.items():
+        if message.startswith(f"{word}:"):
+            prefix, rest = _prefix(status), message[len(word) + 1 :]
+            # "Passed: title", but "通过：title": a full-width colon carries its own space.
+            return prefix + (rest if prefix.endswith(":") else rest.removeprefix(" "))
+    return message
+
+
+def hint_line(hint: str) -> str:
+    """The line ``"   hint: ..."`` of a verdict, the hint translated."""
+    return "   " + tr("hint: {hint}").format(hint=tr(hint))
 
 
 @dataclass(frozen=True)
@@ -133,7 +157,7 @@ def declare_hints(hints: Iterable[str]) -> None:
 
 
 #: How a softmax makes each row a distribution, the end of :func:`not_a_distribution`'s hint by default.
-ROW_BY_ROW = "divide exp(x - max) by its own row's sum, `.sum(dim=-1, keepdim=True)`"
+ROW_BY_ROW = N_("divide exp(x - max) by its own row's sum, `.sum(dim=-1, keepdim=True)`")
 
 
 def not_a_distribution(fix: str = ROW_BY_ROW) -> Symptom:
@@ -148,17 +172,22 @@ def not_a_distribution(fix: str = ROW_BY_ROW) -> Symptom:
         sums, wanted_sums = got.detach().double().sum(-1), expected.detach().double().sum(-1)
         return not bool(torch.isclose(sums, wanted_sums, atol=1e-3).all())
 
-    return Symptom(f"the output does not sum to 1 along the last axis, one distribution per row: {fix}", seen)
+    return Symptom(
+        fmt(
+            "the output does not sum to 1 along the last axis, one distribution per row: {fix}", fix=fmt(fix)
+        ),
+        seen,
+    )
 
 
 #: The box round a verdict in JupyterLab, by status: (what it says to a screen reader, border,
 #: background, emoji). The borders differ in grey too (luminance 0.16, 0.28, 0.05) and in style
 #: (dashed for "not yet", double for an error); the word before the message says it in any case.
 _LOOK = {
-    "pass": ("Check passed", "4px solid #1a7f37", "#eefbf1", "✅"),
-    "todo": ("Check not done yet", "4px dashed #bf8700", "#fff8e5", "✏️"),
-    "fail": ("Check failed, wrong answer", "4px solid #82071e", "#fff0f0", "❌"),
-    "error": ("Check failed, your code raised an error", "6px double #82071e", "#fff0f0", "❌"),
+    "pass": (N_("Check passed"), "4px solid #1a7f37", "#eefbf1", "✅"),
+    "todo": (N_("Check not done yet"), "4px dashed #bf8700", "#fff8e5", "✏️"),
+    "fail": (N_("Check failed, wrong answer"), "4px solid #82071e", "#fff0f0", "❌"),
+    "error": (N_("Check failed, your code raised an error"), "6px double #82071e", "#fff0f0", "❌"),
 }
 
 
@@ -174,6 +203,10 @@ class Verdict:
     message: str
     status: str = "fail"  # "pass", "fail", "todo" (not attempted) or "error" (raised)
 
+    def __post_init__(self) -> None:
+        # Messages are written with the English status word; shown in the current language.
+        object.__setattr__(self, "message", _localised(self.message))
+
     def __bool__(self) -> bool:
         return self.passed
 
@@ -183,16 +216,24 @@ class Verdict:
     def _repr_html_(self) -> str:
         """JupyterLab's view: the message in a box whose border and accessible name say the status."""
         name, border, background, emoji = _LOOK[self.status]
-        word = WORDS[self.status]
-        rest = self.message.removeprefix(word).removeprefix(":").lstrip(" ")
+        name, word = tr(name), tr(WORDS[self.status])
+        prefix = _prefix(self.status)
+        rest = (
+            self.message.removeprefix(prefix)
+            if self.message.startswith(prefix)
+            else self.message.removeprefix(word).removeprefix(":")
+        ).lstrip(" ")
         heading = rest.split("\n", 1)[0]
         style = (
             f"border: 1px solid #d0d7de; border-left: {border}; background: {background}; color: #1f2328; "
             "padding: 0.4em 0.8em; white-space: pre-wrap; font-family: inherit"
         )
+        label = tr("{name}: {heading}").format(name=name, heading=heading)
+        gap = "" if prefix.endswith("\uff1a") else " "  # a full-width colon has its own space
         return (
-            f'<div role="status" aria-label="{escape(f"{name}: {heading}")}" style="{style}">'
-            f'<span aria-hidden="true">{emoji}</span> <strong>{escape(word)}:</strong> {escape(rest)}</div>'
+            f'<div role="status" aria-label="{escape(label)}" style="{style}">'
+            f'<span aria-hidden="true">{emoji}</span> '
+            f"<strong>{escape(prefix)}</strong>{gap}{escape(rest)}</div>"
         )
 
 
@@ -220,7 +261,9 @@ def generator(seed: int) -> torch.Generator:
 
 def _where(obj: Any) -> Any:
     """Where a function or an attnlib class is written (file, line, name; a class: its methods),
-    the same for a fresh import of the same source; None for anything else."""
+    the same for a fresh import of the same source; None for anything else. A decorated function
+    (``functools.cache``) is where the function it wraps is written."""
+    obj = getattr(obj, "__wrapped__", obj)
     code = getattr(obj, "__code__", None)
     if code is not None:
         return (code.co_filename, code.co_firstlineno, getattr(obj, "__qualname__", ""))
@@ -299,10 +342,10 @@ def _is_student_frame(filename: str) -> bool:
 def describe(x: Any) -> str:
     """What ``x`` is, in a few words that never cut a number in half: shapes, not reprs."""
     if isinstance(x, torch.Tensor):
-        return f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
+        return tr("tensor of shape {shape}, dtype {dtype}").format(shape=tuple(x.shape), dtype=x.dtype)
     if isinstance(x, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in x):
         parts = "; ".join(describe(v) for v in x[:4]) + ("; ..." if len(x) > 4 else "")
-        return f"{type(x).__name__} of {len(x)}: ({parts})"
+        return tr("{kind} of {n}: ({parts})").format(kind=type(x).__name__, n=len(x), parts=parts)
     text = f"{type(x).__name__} {x!r}"
     return text if len(text) <= 120 else text[:117].rsplit(" ", 1)[0] + " ..."
 
@@ -310,18 +353,18 @@ def describe(x: Any) -> str:
 def wanted(expected: Any) -> str:
     """The kind of answer ``expected`` is, as a request: "a number", "a tuple of 2 results", ..."""
     if isinstance(expected, bool):
-        return "True or False"
+        return tr("True or False")
     if isinstance(expected, (int, float)):
-        return "a number (an int or a float, not a string)"
+        return tr("a number (an int or a float, not a string)")
     if isinstance(expected, torch.Tensor):
-        return "a tensor"
+        return tr("a tensor")
     if isinstance(expected, str):
-        return "a string"
+        return tr("a string")
     if isinstance(expected, (tuple, list)) and all(isinstance(v, int) for v in expected):
-        return f"a shape: a tuple of {len(expected)} whole numbers"
+        return tr("a shape: a tuple of {n} whole numbers").format(n=len(expected))
     if isinstance(expected, (tuple, list)):
-        return f"a {type(expected).__name__} of {len(expected)} results"
-    return f"a {type(expected).__name__}"
+        return tr("a {kind} of {n} results").format(kind=type(expected).__name__, n=len(expected))
+    return tr("a {kind}").format(kind=type(expected).__name__)
 
 
 def wrong_type(got: Any, expected: Any) -> bool:
@@ -343,20 +386,22 @@ def explain(got: Any, expected: Any) -> str:
     """Why ``got`` is not ``expected``, in one line: the wrong kind of answer, the shapes, or the first
     differing element (for a tuple of results, of the first result that differs)."""
     if got is None:
-        return "your function returned None: did you forget `return`?"
+        return tr("your function returned None: did you forget `return`?")
     if wrong_type(got, expected):
-        return f"expected {wanted(expected)}, got {describe(got)}"
+        return tr("expected {wanted}, got {got}").format(wanted=wanted(expected), got=describe(got))
     if isinstance(expected, torch.Tensor):
         if got.shape != expected.shape:
-            return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+            return tr("expected shape {expected}, got {got}").format(
+                expected=tuple(expected.shape), got=tuple(got.shape)
+            )
         return _first_difference(got, expected)
     if isinstance(expected, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in expected):
         if len(got) != len(expected):
-            return f"expected {wanted(expected)}, got {len(got)}"
+            return tr("expected {wanted}, got {got}").format(wanted=wanted(expected), got=len(got))
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             if not same(g, e):
-                return f"result {i + 1} of {len(expected)}: {explain(g, e)}"
-    return f"expected {describe(expected)}, got {describe(got)}"
+                return tr("result {i} of {n}: {why}").format(i=i + 1, n=len(expected), why=explain(g, e))
+    return tr("expected {wanted}, got {got}").format(wanted=describe(expected), got=describe(got))
 
 
 def randn(*shape: int, seed: int) -> torch.Tensor:
@@ -375,7 +420,7 @@ def numbered(*shape: int) -> torch.Tensor:
 # bool; token ids must be integers; every other number is compared by value, whatever its dtype.
 # ---------------------------------------------------------------------------------------------
 
-NOT_BOOL = "the mask must be boolean (dtype torch.bool), not 0/1 numbers"
+NOT_BOOL = N_("the mask must be boolean (dtype torch.bool), not 0/1 numbers")
 
 
 def dtype_kind(x: torch.Tensor) -> str:
@@ -391,7 +436,8 @@ def as_numbers(reference: Callable[..., torch.Tensor], fix: str = "") -> Mistake
     One mistake covers floats and integers alike, since :func:`same` compares numbers by value.
     ``fix`` ends the hint (``"add `.bool()`"``).
     """
-    return Mistake(NOT_BOOL + (f": {fix}" if fix else ""), lambda *args: reference(*args).float())
+    hint = fmt("{not_bool}: {fix}", not_bool=fmt(NOT_BOOL), fix=fmt(fix)) if fix else fmt(NOT_BOOL)
+    return Mistake(hint, lambda *args: reference(*args).float())
 
 
 def require_integer_ids(verdict: Verdict, title: str, student: Callable[..., Any], case: Case) -> Verdict:
@@ -405,9 +451,15 @@ def require_integer_ids(verdict: Verdict, title: str, student: Callable[..., Any
     if dtype_kind(got) != "integer":
         return Verdict(
             False,
-            f"{FAIL} {title}: the values are right, but the dtype is {got.dtype}.\n"
-            "   hint: token ids must be integers for nn.Embedding: build the tensor with "
-            "`dtype=torch.long` (torch.zeros and torch.ones make floats)",
+            f"{FAIL} "
+            + tr("{title}: the values are right, but the dtype is {dtype}.").format(
+                title=tr(title), dtype=got.dtype
+            )
+            + "\n"
+            + hint_line(
+                "token ids must be integers for nn.Embedding: build the tensor with "
+                "`dtype=torch.long` (torch.zeros and torch.ones make floats)"
+            ),
         )
     return verdict
 
@@ -436,7 +488,7 @@ def same(got: Any, expected: Any, atol: float = 1e-4) -> bool:
 def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
     if "bool" in (dtype_kind(expected), dtype_kind(got)):
         if got.dtype != expected.dtype:
-            return f"expected dtype {expected.dtype}, got {got.dtype}"
+            return tr("expected dtype {expected}, got {got}").format(expected=expected.dtype, got=got.dtype)
         where = (got != expected).nonzero()
     else:
         where = (~torch.isclose(got.detach().double(), expected.detach().double(), atol=1e-4)).nonzero()
@@ -444,19 +496,20 @@ def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
         return ""
     idx = tuple(where[0].tolist())
     e, g = expected[idx].item(), got[idx].item()
-    fmt = (lambda v: f"{v:.4f}") if isinstance(e, float) else repr
-    return f"first difference at index {idx}: expected {fmt(e)}, got {fmt(g)}"
+    show = (lambda v: f"{v:.4f}") if isinstance(e, float) else repr
+    return tr("first difference at index {index}: expected {expected}, got {got}").format(
+        index=idx, expected=show(e), got=show(g)
+    )
 
 
 def not_yet(title: str, *, each: bool = False) -> Verdict:
     """The verdict for code not written yet (it raises ``NotImplementedError``)."""
-    which = "each " if each else ""
-    return Verdict(
-        False,
-        f"{TODO} {title}: replace {which}`raise NotImplementedError` with your code, "
-        "then run this check again.",
-        "todo",
+    template = (
+        N_("{title}: replace each `raise NotImplementedError` with your code, then run this check again.")
+        if each
+        else N_("{title}: replace `raise NotImplementedError` with your code, then run this check again.")
     )
+    return Verdict(False, f"{TODO} " + tr(template).format(title=tr(title)), "todo")
 
 
 def _student_line(exc: BaseException) -> str:
@@ -464,7 +517,9 @@ def _student_line(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
     if not frames or not frames[-1].line:
         return ""
-    return f"\n   (in line {frames[-1].lineno}: `{frames[-1].line.strip()}`)"
+    return "\n   " + tr("(in line {line}: `{code}`)").format(
+        line=frames[-1].lineno, code=frames[-1].line.strip()
+    )
 
 
 #: What torch says when a submodule is assigned before ``super().__init__()`` ran.
@@ -487,12 +542,17 @@ def raised(title: str, exc: BaseException, who: str, *, each: bool = False, supe
         super_hint: the hint when torch complains that a submodule came before ``super().__init__()``.
     """
     if isinstance(exc, OutOfReachError):  # the library's answer, or a function the exercise forbids
-        return Verdict(False, f"{FAIL} {title}{who} {exc}")
+        return Verdict(
+            False, f"{FAIL} " + tr("{title}{who} {said}").format(title=tr(title), who=who, said=exc)
+        )
     if isinstance(exc, NotImplementedError):
         return not_yet(title, each=each)
-    text = f"{ERROR} {title}{who} raised {type(exc).__name__}: {exc}{_student_line(exc)}"
+    text = f"{ERROR} " + tr("{title}{who} raised {error}: {message}").format(
+        title=tr(title), who=who, error=type(exc).__name__, message=exc
+    )
+    text += _student_line(exc)
     if super_hint and BEFORE_SUPER_INIT in str(exc):
-        text += f"\n   hint: {super_hint}"
+        text += "\n" + hint_line(super_hint)
     return Verdict(False, text, "error")
 
 
@@ -524,18 +584,25 @@ def run_check(
     """
     declare_hints(mistake.hint for mistake in mistakes)
     if not callable(student):
-        return Verdict(False, f"{FAIL} {title}: expected a function, got {describe(student)}.")
+        return Verdict(
+            False,
+            f"{FAIL} "
+            + tr("{title}: expected a function, got {got}.").format(title=tr(title), got=describe(student)),
+        )
     for i, case in enumerate(cases, start=1):
-        where = f"case {i}/{len(cases)} ({case.name})"
+        where = tr("case {i}/{n} ({name})").format(i=i, n=len(cases), name=tr(case.name))
         try:
             with out_of_reach(forbidden, student):
                 got = case.call(student)
         except Exception as exc:  # the student's bug, reported in words
-            return raised(title, exc, f", {where}: your code")
+            return raised(title, exc, tr(", {where}: your code").format(where=where))
         expected = case.call(reference)
         if same(got, expected, atol):
             continue
-        lines = [f"{FAIL} {title}, {where}:", f"   {explain(got, expected)}"]
+        lines = [
+            f"{FAIL} " + tr("{title}, {where}:").format(title=tr(title), where=where),
+            f"   {explain(got, expected)}",
+        ]
         for mistake in mistakes:
             try:
                 if isinstance(mistake, Symptom):
@@ -545,26 +612,42 @@ def run_check(
             except Exception:  # a mistake's model may not apply to this case
                 matched = False
             if matched:
-                lines.append(f"   hint: {mistake.hint}")
+                lines.append(hint_line(mistake.hint))
                 break
         return Verdict(False, "\n".join(lines))
-    return Verdict(True, f"{PASS} {title}: all {len(cases)} cases pass.", "pass")
+    return Verdict(
+        True, f"{PASS} " + tr("{title}: all {n} cases pass.").format(title=tr(title), n=len(cases)), "pass"
+    )
 
 
 def check_answer(title: str, answer: Any, expected: Any, hint: str = "", *, atol: float = 1e-4) -> Verdict:
     """Check a predicted value (a number, a shape, a token) rather than a function."""
     declare_hints([hint])
     if answer is ...:
-        return Verdict(False, f"{TODO} {title}: replace `...` with your prediction.", "todo")
+        return Verdict(
+            False,
+            f"{TODO} " + tr("{title}: replace `...` with your prediction.").format(title=tr(title)),
+            "todo",
+        )
     if same(answer, expected, atol) or (
         isinstance(expected, tuple) and isinstance(answer, (torch.Size, list)) and tuple(answer) == expected
     ):
-        return Verdict(True, f"{PASS} {title}: right, it is {expected!r}.", "pass")
+        return Verdict(
+            True,
+            f"{PASS} "
+            + tr("{title}: right, it is {expected}.").format(title=tr(title), expected=repr(expected)),
+            "pass",
+        )
     if wrong_type(answer, expected):
-        return Verdict(False, f"{FAIL} {title}: expected {wanted(expected)}, got {describe(answer)}.")
+        message = tr("{title}: expected {wanted}, got {got}.").format(
+            title=tr(title), wanted=wanted(expected), got=describe(answer)
+        )
+        return Verdict(False, f"{FAIL} " + message)
     said = describe(answer) if isinstance(answer, torch.Tensor) else repr(answer)
-    text = f"{FAIL} {title}: you predicted {said}; that is not it."
-    return Verdict(False, text + (f"\n   hint: {hint}" if hint else ""))
+    text = f"{FAIL} " + tr("{title}: you predicted {said}; that is not it.").format(
+        title=tr(title), said=said
+    )
+    return Verdict(False, text + ("\n" + hint_line(hint) if hint else ""))
 
 
 def whole_number(answer: Any) -> int | None:
@@ -631,7 +714,11 @@ def result_part(fn: Callable[..., Any], index: int, count: int) -> Callable[...,
 
 def predictions_not_yet(title: str) -> Verdict:
     """The verdict for a prediction in several parts with a ``...`` still in it."""
-    return Verdict(False, f"{TODO} {title}: replace each `...` with your prediction.", "todo")
+    return Verdict(
+        False,
+        f"{TODO} " + tr("{title}: replace each `...` with your prediction.").format(title=tr(title)),
+        "todo",
+    )
 
 
 def combined(title: str, parts: Sequence[Verdict], right: str, *notes: str) -> Verdict:
@@ -644,6 +731,10 @@ def combined(title: str, parts: Sequence[Verdict], right: str, *notes: str) -> V
         *notes: lines added at the end when a part fails.
     """
     if all(parts):
-        return Verdict(True, f"{PASS} {title}: {right}", "pass")
-    lines = [f"{FAIL} {title}:"] + ["   " + p.message.replace("\n", "\n   ") for p in parts if not p]
-    return Verdict(False, "\n".join([*lines, *notes]))
+        return Verdict(
+            True, f"{PASS} " + tr("{title}: {right}").format(title=tr(title), right=tr(right)), "pass"
+        )
+    lines = [f"{FAIL} " + tr("{title}:").format(title=tr(title))] + [
+        "   " + p.message.replace("\n", "\n   ") for p in parts if not p
+    ]
+    return Verdict(False, "\n".join([*lines, *(tr(note) for note in notes)]))

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..i18n import N_, shown, tr
 from ..modes import evaluating
 from ._core import (
     FAIL,
@@ -45,6 +46,7 @@ from ._core import (
     Verdict,
     declare_hints,
     describe,
+    hint_line,
     raised,
     run_check,
     run_check_parts,
@@ -70,11 +72,14 @@ __all__ = [
 #: Every student module is built under BUILD_SEED (its weights are then replaced by the reference's)
 #: and called under CALL_SEED, so that a module that draws gives the same draws at every run.
 BUILD_SEED, CALL_SEED = 0, 7
-SUPER_HINT = "call `super().__init__()` first in your `__init__`, before creating any sublayer"
+SUPER_HINT = N_("call `super().__init__()` first in your `__init__`, before creating any sublayer")
+DROPOUT_STILL_ON_HINT = N_(
+    "use nn.Dropout modules (they switch off with .eval()); `F.dropout(h, p)` drops in eval "
+    "mode too unless you pass `training=self.training`"
+)
 DROPOUT_STILL_ON = (
     "in eval mode your module gives a different output at every call: dropout is still active.\n"
-    "   hint: use nn.Dropout modules (they switch off with .eval()); `F.dropout(h, p)` drops in eval "
-    "mode too unless you pass `training=self.training`"
+    f"   hint: {DROPOUT_STILL_ON_HINT}"
 )
 
 
@@ -143,7 +148,7 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
     # (the slips are declared by run_check, which every answer that builds reaches)
     declare_hints([SUPER_HINT, spec.no_dropout if spec.train_probe else "", *spec.error_hints.values()])
     if spec.eval_probe is not None:
-        declare_hints([DROPOUT_STILL_ON.split("hint: ", 1)[1]])
+        declare_hints([DROPOUT_STILL_ON_HINT])
     problem = _preflight(spec, student_cls)
     if problem is not None:  # (not `problem or ...`: a failing Verdict is falsy)
         return problem
@@ -171,7 +176,12 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
         except Exception:  # run_check reports the student's error in words
             module = None
         if module is not None and dropout_still_on(module, *inputs[:arity]):
-            return Verdict(False, f"{FAIL} {spec.title}: {DROPOUT_STILL_ON}")
+            still_on = tr(
+                "{title}: in eval mode your module gives a different output at every call: "
+                "dropout is still active."
+            )
+            message = still_on.format(title=tr(spec.title)) + "\n" + hint_line(DROPOUT_STILL_ON_HINT)
+            return Verdict(False, f"{FAIL} " + message)
     with torch.no_grad():
         if isinstance(spec.mistakes, Mapping):
             count = len(spec.mistakes)
@@ -182,7 +192,7 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
         first_line = verdict.message.split("\n")[0]
         for marker, hint in spec.error_hints.items():
             if verdict.status == "error" and marker in first_line:
-                return Verdict(False, f"{verdict.message}\n   hint: {hint}", "error")
+                return Verdict(False, f"{verdict.message}\n" + hint_line(hint), "error")
         return verdict
     n = len(spec.cases)
     if spec.train_probe is not None:
@@ -190,24 +200,25 @@ def check_module(spec: ModuleExercise, student_cls: object) -> Verdict:
         try:  # dropout must act in train mode; which entries it drops is the module's own choice
             differ = outputs_differ(fitted(config, inputs), *inputs[:arity], training=True)
         except Exception as exc:  # the student's bug, reported in words
-            who = f": in train mode with {spec.train_probe.name}, your module"
+            who = tr(": in train mode with {case}, your module").format(case=tr(spec.train_probe.name))
             return raised(spec.title, exc, who, each=True, super_hint=SUPER_HINT)
         if not differ:
-            return Verdict(
-                False,
-                f"{FAIL} {spec.title}: all {n} cases pass, but in train mode with {spec.train_probe.name} "
-                f"two calls on the same input gave the same output.\n   hint: {spec.no_dropout}",
-            )
-        verdict = Verdict(
-            True, f"{PASS} {spec.title}: all {n} cases pass, and dropout acts in train mode.", "pass"
-        )
+            same_output = tr(
+                "{title}: all {n} cases pass, but in train mode with {case} "
+                "two calls on the same input gave the same output."
+            ).format(title=tr(spec.title), n=n, case=tr(spec.train_probe.name))
+            return Verdict(False, f"{FAIL} " + same_output + "\n" + hint_line(spec.no_dropout))
+        acts = tr("{title}: all {n} cases pass, and dropout acts in train mode.")
+        verdict = Verdict(True, f"{PASS} " + acts.format(title=tr(spec.title), n=n), "pass")
     if spec.dropout_where is not None:
         try:
             problem = spec.dropout_where(fitted)
         except Exception as exc:  # the student's bug, reported in words
-            return raised(spec.title, exc, ": in train mode, your module", each=True, super_hint=SUPER_HINT)
+            who = tr(": in train mode, your module")
+            return raised(spec.title, exc, who, each=True, super_hint=SUPER_HINT)
         if problem is not None:
-            return Verdict(False, f"{FAIL} {spec.title}: all {n} cases pass, but {problem}")
+            but = tr("{title}: all {n} cases pass, but {problem}")
+            return Verdict(False, f"{FAIL} " + but.format(title=tr(spec.title), n=n, problem=tr(problem)))
     return verdict
 
 
@@ -232,24 +243,40 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
     """What is wrong with ``cls`` before any number is compared, or None when all is well."""
     name = getattr(cls, "__name__", type(cls).__name__)
 
-    def wrong(text: str) -> Verdict:
-        return Verdict(False, f"{FAIL} {spec.title}: {text}")
+    def wrong(template: str, **parts: Any) -> Verdict:
+        return Verdict(
+            False,
+            f"{FAIL} "
+            + tr("{title}: {text}").format(title=tr(spec.title), text=tr(template).format(**parts)),
+        )
 
     if isinstance(cls, nn.Module):
         return wrong(
-            f"pass the class itself, not a module built from it: check.{spec.check}({name}), "
-            "without parentheses after the name."
+            N_(
+                "pass the class itself, not a module built from it: check.{check}({name}), "
+                "without parentheses after the name."
+            ),
+            check=spec.check,
+            name=name,
         )
     if isinstance(cls, type) and not issubclass(cls, nn.Module):
-        return wrong(f"{name} is not an nn.Module: define it as class {name}(nn.Module): ...")
+        return wrong(N_("{name} is not an nn.Module: define it as class {name}(nn.Module): ..."), name=name)
     if not isinstance(cls, type):
-        got = f"the {type(cls).__name__} {name}" if callable(cls) else describe(cls)
-        return wrong(f"expected a class (class {spec.example}(nn.Module): ...), got {got}.")
+        got = (
+            tr("the {kind} {name}").format(kind=type(cls).__name__, name=name)
+            if callable(cls)
+            else describe(cls)
+        )
+        return wrong(
+            N_("expected a class (class {example}(nn.Module): ...), got {got}."),
+            example=spec.example,
+            got=got,
+        )
     problem = banned_class(spec.forbidden, cls)
     if problem is not None:
-        return wrong(f"{name} {problem}")
+        return wrong(N_("{name} {problem}"), name=name, problem=problem)
     if cls.__init__ is nn.Module.__init__:
-        return wrong(f"{name} needs its own __init__{spec.init}.")
+        return wrong(N_("{name} needs its own __init__{init}."), name=name, init=spec.init)
     configs = []
     for case in spec.cases:
         if case.args[0] not in configs:
@@ -261,13 +288,30 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
         signature = inspect.signature(cls)
         if isinstance(configs[0], dict):
             return wrong(
-                f"the check builds {name}{spec.init}, passing each argument by that name; your constructor "
-                f"is {name}{signature}."
+                N_(
+                    "the check builds {name}{init}, passing each argument by that name; your constructor "
+                    "is {name}{signature}."
+                ),
+                name=name,
+                init=spec.init,
+                signature=signature,
             )
-        like = f"the first arguments of {spec.rebuilds}: " if spec.rebuilds else ""
+        if spec.rebuilds:
+            template = N_(
+                "the check builds `{call}`, but your constructor takes `{signature}`; it "
+                "must take the first arguments of {rebuilds}: `__init__(self, {params}`."
+            )
+        else:
+            template = N_(
+                "the check builds `{call}`, but your constructor takes `{signature}`; it "
+                "must take `__init__(self, {params}`."
+            )
         return wrong(
-            f"the check builds `{_call(name, configs[0])}`, but your constructor takes `{signature}`; it "
-            f"must take {like}`__init__(self, {spec.init[1:]}`."
+            template,
+            call=_call(name, configs[0]),
+            signature=signature,
+            rebuilds=tr(spec.rebuilds) if spec.rebuilds else "",
+            params=spec.init[1:],
         )
     except ValueError:  # no signature to read: the construction itself speaks
         pass
@@ -277,23 +321,26 @@ def _preflight(spec: ModuleExercise, cls: object) -> Verdict | None:
             with seeded(BUILD_SEED), out_of_reach(spec.forbidden, cls):
                 modules.append(_construct(cls, config))
         except Exception as exc:  # the student's bug, reported in words
-            return raised(spec.title, exc, f": `{_call(name, config)}`", each=True, super_hint=SUPER_HINT)
+            who = tr(": `{call}`").format(call=_call(name, config))
+            return raised(spec.title, exc, who, each=True, super_hint=SUPER_HINT)
     if cls.forward is nn.Module.forward:
-        return wrong(f"{name} needs a forward(self, {spec.forward}) method.")
+        return wrong(N_("{name} needs a forward(self, {forward}) method."), name=name, forward=spec.forward)
     try:
         inspect.signature(cls.forward).bind(None, *spec.inputs)
     except TypeError:
         call = ", ".join(spec.inputs)
         return wrong(
-            f"the check calls module({call}); your forward is forward{inspect.signature(cls.forward)}."
+            N_("the check calls module({call}); your forward is forward{signature}."),
+            call=call,
+            signature=inspect.signature(cls.forward),
         )
     for module, config in zip(modules, configs, strict=True):
         problem = banned_class(spec.forbidden, cls, module)
         if problem is not None:
-            return wrong(f"`{_call(name, config)}` {problem}")
+            return wrong(N_("`{call}` {problem}"), call=_call(name, config), problem=problem)
         problem = spec.unfit(module, config)
         if problem is not None:
-            return wrong(problem)
+            return wrong(N_("{problem}"), problem=tr(problem))
     return None
 
 
@@ -323,13 +370,13 @@ def parameters_problem(
         hint = hint(expected.keys() - theirs.keys(), theirs.keys() - expected.keys())
 
     def listed(shapes: Mapping[str, tuple[int, ...]]) -> str:
-        return ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "none"
+        return ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or tr("none")
 
     call = ", ".join(f"{k}={v}" for k, v in config.items())
-    return (
-        f"with ({call}) your module's parameters {whose}.\n   expected: {listed(expected)}\n"
-        f"   yours:    {listed(theirs)}\n   hint: {hint}"
-    )
+    differ = tr("with ({call}) your module's parameters {whose}.").format(call=call, whose=tr(whose))
+    expected_line = tr("   expected: {shapes}").format(shapes=listed(expected))
+    yours_line = tr("   yours:    {shapes}").format(shapes=listed(theirs))
+    return shown(f"{differ}\n{expected_line}\n{yours_line}\n" + hint_line(hint))
 
 
 def sublayers(module: nn.Module, *kinds: type | tuple[type, ...]) -> list[list[nn.Module]]:

@@ -33,15 +33,48 @@ from typing import Any
 
 from torch import nn
 
+from ..i18n import N_, fmt
+
 __all__ = ["Forbidden", "OutOfReachError", "banned_class", "out_of_reach", "own", "torch_api"]
 
 #: The hint of a function or class of attnlib that is the exercise's answer.
-OWN_HINT = (
+OWN_HINT = N_(
     "the check puts the library's answer out of reach while it runs your code; building blocks "
     "from earlier notebooks stay allowed"
 )
 #: The hint of a torch function the exercise text forbids, unless the declaration gives its own.
-TORCH_HINT = "write that step yourself, with the operations the exercise names"
+TORCH_HINT = N_("write that step yourself, with the operations the exercise names")
+
+
+#: What the verdict says the student's code did with something out of reach, by verb.
+_OWN_SAID = {
+    "calls": N_("calls {what}; write it yourself."),
+    "is": N_("is {what}; write it yourself."),
+    "derives from": N_("derives from {what}; write it yourself."),
+    "holds": N_("holds {what}; write it yourself."),
+    "hands back": N_("hands back {what}; write it yourself."),
+}
+_TORCH_SAID = {
+    "calls": N_(
+        "calls {what} (directly or through a function that uses it), which this exercise asks you to do "
+        "without."
+    ),
+    "is": N_(
+        "is {what} (directly or through a function that uses it), which this exercise asks you to do without."
+    ),
+    "derives from": N_(
+        "derives from {what} (directly or through a function that uses it), which this exercise asks "
+        "you to do without."
+    ),
+    "holds": N_(
+        "holds {what} (directly or through a function that uses it), which this exercise asks you to do "
+        "without."
+    ),
+    "hands back": N_(
+        "hands back {what} (directly or through a function that uses it), which this exercise asks you to do "
+        "without."
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -67,12 +100,14 @@ class Forbidden:
 
     def said(self, verb: str) -> str:
         """The verdict after who did it: ``"calls attnlib's own `x`; write it yourself.\\n   hint: ..."``."""
-        if self.own:
-            return f"{verb} {self.what}; write it yourself.\n   hint: {self.hint}"
-        return (
-            f"{verb} {self.what} (directly or through a function that uses it), which this exercise asks "
-            f"you to do without.\n   hint: {self.hint}"
-        )
+        from .. import i18n
+        from ._core import hint_line
+
+        templates = _OWN_SAID if self.own else _TORCH_SAID
+        if verb not in templates:
+            raise ValueError(f"expected a verb among {sorted(templates)}, got {verb!r}")
+        what = i18n.tr(self.what) if isinstance(self.what, i18n.Text) else self.what
+        return i18n.tr(templates[verb]).format(what=what) + "\n" + hint_line(self.hint)
 
 
 class OutOfReachError(Exception):
@@ -87,7 +122,7 @@ def own(obj: Any, *methods: str, what: str = "") -> Forbidden:
     """attnlib's own answer: a function, under all its names; or a class, by its ``methods``
     (``__init__`` and ``forward`` if none are named), which a student's class may not derive
     from or hold. ``what`` names it in the verdict (``"AttentionGeneral.score"``)."""
-    said = f"attnlib's own `{what or obj.__name__}`"
+    said = fmt("attnlib's own `{name}`", name=what or obj.__name__)
     if isinstance(obj, type):
         places = tuple((obj, name) for name in methods or ("__init__", "forward"))
         return Forbidden(said, places, classes=(obj,))

@@ -23,12 +23,14 @@ import torch
 from torch import nn
 
 from .. import AttentionParams, DecoderWithAttention, length_mask, masked_softmax
+from ..i18n import N_, fmt, tr
 from ._core import (
     PASS,
     Case,
     Mistake,
     Verdict,
     generator,
+    hint_line,
     not_a_distribution,
     run_check,
     run_check_parts,
@@ -102,11 +104,11 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
     ``x`` ``(B,)`` previous tokens, ``hidden`` and ``cell`` ``(L, B, d_hid)``, ``encoder_outputs``
     ``(B, Ts, d_hid)``, ``mask`` ``(B, Ts)`` True for real source tokens; ``logits`` ``(B, V)``.
     """
-    title = "Exercise 8.3 — find the bug in the decoder step"
+    title = N_("Exercise 8.3 — find the bug in the decoder step")
     cases = [
-        _decoder_case("B=2, no padding", [5, 5], 5, layers=1, seed=79),
-        _decoder_case("B=2, the second source padded (2 of 5 real)", [5, 2], 5, layers=1, seed=80),
-        _decoder_case("B=3, two LSTM layers, padded sources", [6, 3, 4], 6, layers=2, seed=81),
+        _decoder_case(N_("B=2, no padding"), [5, 5], 5, layers=1, seed=79),
+        _decoder_case(N_("B=2, the second source padded (2 of 5 real)"), [5, 2], 5, layers=1, seed=80),
+        _decoder_case(N_("B=3, two LSTM layers, padded sources"), [6, 3, 4], 6, layers=2, seed=81),
     ]
     mistakes = [
         Mistake(
@@ -127,8 +129,11 @@ def decoder_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, tor
     def state_mistakes(index: int, name: str) -> list[Mistake]:
         return [
             Mistake(
-                f"the logits are right; now return the LSTM's *new* {name} state (for the next step), "
-                f"not the {name} that came in",
+                fmt(
+                    "the logits are right; now return the LSTM's *new* {name} state (for the next step), "
+                    "not the {name} that came in",
+                    name=name,
+                ),
                 lambda d, x, h, c, enc, m: (h, c)[index - 1],
             ),
             Mistake(
@@ -195,16 +200,16 @@ def precomputed_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     one step at a time.
     """
     cases = [
-        _steps_case("B=1, Tq=2 steps, Ts=3, n=2 (keys 2n=4), n'=3", 1, 2, 3, 2, 3, seed=81),
-        _steps_case("B=2, Tq=Ts=4, n=n'=3 (W_a square)", 2, 4, 4, 3, 3, seed=82),
-        _steps_case("B=2, Tq=3, Ts=5, n=2, n'=2n=4 (U_a square)", 2, 3, 5, 2, 4, seed=83),
-        _steps_case("one decoder step, Tq=1", 3, 1, 4, 2, 5, seed=84),
+        _steps_case(N_("B=1, Tq=2 steps, Ts=3, n=2 (keys 2n=4), n'=3"), 1, 2, 3, 2, 3, seed=81),
+        _steps_case(N_("B=2, Tq=Ts=4, n=n'=3 (W_a square)"), 2, 4, 4, 3, 3, seed=82),
+        _steps_case(N_("B=2, Tq=3, Ts=5, n=2, n'=2n=4 (U_a square)"), 2, 3, 5, 2, 4, seed=83),
+        _steps_case(N_("one decoder step, Tq=1"), 3, 1, 4, 2, 5, seed=84),
     ]
-    transpose = (
+    transpose = N_(
         "the paper writes W_a s and U_a h_j for column vectors; with vectors in rows that is "
         "`queries @ W_a.T` and `keys @ U_a.T` (as nn.Linear computes x @ weight.T)"
     )
-    pairs = (
+    pairs = N_(
         "each query must meet every key: give the projected queries an axis for the keys and the "
         "projected keys one for the queries, (B, Tq, 1, n') + (B, 1, Ts, n') -> (B, Tq, Ts, n')"
     )
@@ -232,18 +237,20 @@ def precomputed_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     verdict = run_check(
-        "Exercise 8.1 — U_a h_j once for every step", student_fn, _per_step_scores, cases, mistakes
+        N_("Exercise 8.1 — U_a h_j once for every step"), student_fn, _per_step_scores, cases, mistakes
     )
     # Two slips crash wherever the shapes do not happen to fit: the same slip, the same hint.
     if verdict.status == "error" and "cannot be multiplied" in verdict.message:  # a forgotten .T
-        return Verdict(False, f"{verdict.message}\n   hint: {transpose}", "error")
+        return Verdict(False, f"{verdict.message}\n" + hint_line(transpose), "error")
     if verdict.status == "error" and "must match the size of tensor" in verdict.message:
-        return Verdict(False, f"{verdict.message}\n   hint: {pairs}", "error")
+        return Verdict(False, f"{verdict.message}\n" + hint_line(pairs), "error")
     if verdict:
         return Verdict(
             True,
-            f"{PASS} Exercise 8.1 — U_a h_j once for every step: all {len(cases)} cases pass; your "
-            "scores equal those computed one decoder step at a time.",
+            f"{PASS} "
+            + tr(
+                "{title}: all {n} cases pass; your scores equal those computed one decoder step at a time."
+            ).format(title=tr(N_("Exercise 8.1 — U_a h_j once for every step")), n=len(cases)),
             "pass",
         )
     return verdict
@@ -277,14 +284,20 @@ def _module_case(name: str, cfg: dict, lengths: list[int], ts: int, seed: int) -
 
 def _module_cases() -> list[Case]:
     return [
-        _module_case("B=2, query_size=key_size=3 (no padding)", _module_config(3, 3, 4), [5, 5], 5, seed=85),
         _module_case(
-            "B=2, the second source padded (2 of 4 real)", _module_config(2, 4, 3), [4, 2], 4, seed=86
+            N_("B=2, query_size=key_size=3 (no padding)"), _module_config(3, 3, 4), [5, 5], 5, seed=85
         ),
         _module_case(
-            "B=3 sources of lengths 6, 3, 5; key_size=2*query_size", _module_config(3, 6, 5), [6, 3, 5], 6, 87
+            N_("B=2, the second source padded (2 of 4 real)"), _module_config(2, 4, 3), [4, 2], 4, seed=86
         ),
-        _module_case("one source position, Ts=1", _module_config(2, 4, 2), [1, 1], 1, seed=88),
+        _module_case(
+            N_("B=3 sources of lengths 6, 3, 5; key_size=2*query_size"),
+            _module_config(3, 6, 5),
+            [6, 3, 5],
+            6,
+            87,
+        ),
+        _module_case(N_("one source position, Ts=1"), _module_config(2, 4, 2), [1, 1], 1, seed=88),
     ]
 
 
@@ -335,21 +348,21 @@ def _reference_module(cfg, query, keys, mask, params):
 def _unfit(module: nn.Module, cfg: dict) -> str | None:
     def hint(missing: set[str], extra: set[str]) -> str:
         if not missing and not extra:
-            return (
+            return N_(
                 "nn.Linear(in, out) holds a weight of shape (out, in): W_a maps the decoder state "
                 "(query_size) and U_a an annotation (key_size) to attn_size, v_a maps attn_size to 1"
             )
         if any(n.endswith(".bias") for n in extra):
-            return (
+            return N_(
                 "no biases here: this exercise leaves them out, as the paper's equations do: "
                 "nn.Linear(..., bias=False)"
             )
-        return (
+        return N_(
             "the check copies its weights into yours, so it needs these names: self.W_a, "
             "self.U_a and self.v_a, each an nn.Linear(..., bias=False)"
         )
 
-    return parameters_problem(cfg, module, _expected_shapes(cfg), "are not the expected ones", hint)
+    return parameters_problem(cfg, module, _expected_shapes(cfg), N_("are not the expected ones"), hint)
 
 
 def _slip(index: int, **knobs: object) -> Callable[..., torch.Tensor]:
@@ -417,7 +430,7 @@ _MODULE_MISTAKES = {
 def _module_exercise() -> ModuleExercise:
     """Exercise 8.2's spec, built at its first check, not at import (which stays light)."""
     return ModuleExercise(
-        title="Exercise 8.2 — Bahdanau's alignment model as an nn.Module",
+        title=N_("Exercise 8.2 — Bahdanau's alignment model as an nn.Module"),
         check="additive_module",
         example="MyAdditiveAttention",
         init="(query_size, key_size, attn_size)",

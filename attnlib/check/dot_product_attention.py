@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import masked_softmax
+from ..i18n import N_, fmt, tr
 from ..tiled import online_softmax
 from ._core import FAIL, Case, Mistake, Verdict, check_answer, not_a_distribution, randn, run_check
 from ._reach import own, torch_api
@@ -59,7 +60,7 @@ SOFTMAX_FORBIDDEN = (
         (torch.Tensor, "softmax"),
         (torch.special, "softmax"),
         (F, "softmax"),
-        hint="use torch.exp, .sum and .amax, as the exercise says",
+        hint=N_("use torch.exp, .sum and .amax, as the exercise says"),
     ),
     torch_api(
         "torch.log_softmax",
@@ -67,7 +68,9 @@ SOFTMAX_FORBIDDEN = (
         (torch.Tensor, "log_softmax"),
         (torch.special, "log_softmax"),
         (F, "log_softmax"),
-        hint="exp(log_softmax(x)) is torch's softmax again: use torch.exp, .sum and .amax, as the text says",
+        hint=N_(
+            "exp(log_softmax(x)) is torch's softmax again: use torch.exp, .sum and .amax, as the text says"
+        ),
     ),
 )
 
@@ -136,7 +139,7 @@ def softmax(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
         not_a_distribution(),
     ]
     return run_check(
-        "Exercise 1.1 — softmax", student_fn, masked_softmax, cases, mistakes, forbidden=SOFTMAX_FORBIDDEN
+        N_("Exercise 1.1 — softmax"), student_fn, masked_softmax, cases, mistakes, forbidden=SOFTMAX_FORBIDDEN
     )
 
 
@@ -225,7 +228,7 @@ def cosine_context_vectors(student_fn: Callable[[torch.Tensor], torch.Tensor]) -
         ),
     ]
     return run_check(
-        "Exercise 1.2 — attention that ignores length", student_fn, _cosine_context, cases, mistakes
+        N_("Exercise 1.2 — attention that ignores length"), student_fn, _cosine_context, cases, mistakes
     )
 
 
@@ -235,20 +238,24 @@ def top_token(answer: Any) -> Verdict:
     ``answer`` is a token string, e.g. ``"step"``. The embedding of 'with' (``inputs[3]``) is
     replaced by twice itself; 'journey' (``inputs[1]``) is the query, as in notebook 01.
     """
-    title = "Exercise 1.3 — predict the top token"
+    title = N_("Exercise 1.3 — predict the top token")
     doubled = INPUTS.clone()
     doubled[3] = 2 * doubled[3]
     scores = doubled @ doubled[1]  # (T, D) @ (D,) -> (T,)
     expected = TOKENS[int(scores.argmax())]
     if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(TOKENS):
         return Verdict(
-            False, f'{FAIL} {title}: answer with the token as a string, e.g. "step", not its index.'
+            False,
+            f"{FAIL} "
+            + tr('{title}: answer with the token as a string, e.g. "step", not its index.').format(
+                title=tr(title)
+            ),
         )
-    hint = (
+    hint = N_(
         "doubling a key vector doubles its dot product with the query: take the scores "
         "`attn_scores_1` printed in notebook 01, double the score of 'with' and compare; "
         "softmax keeps the order of the scores"
     )
     if answer == "journey":
-        hint = "a token does not always attend most to itself; " + hint
+        hint = fmt("a token does not always attend most to itself; {hint}", hint=fmt(hint))
     return check_answer(title, answer, expected, hint)

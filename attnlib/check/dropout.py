@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from .. import attention_scores, causal_mask, masked_softmax
+from ..i18n import N_, tr
 from ._core import Case, Mistake, Verdict, generator, result_part, run_check
 
 __all__ = ["attention_with_dropout", "classic_dropout", "dropout_row_sum_stats"]
@@ -47,13 +48,13 @@ def _classic_cases() -> list[Case]:
     gen = generator(4)
     cases = []
     for name, shape, p, training in [
-        ("train mode, one 4x4 map, p=0.25", (4, 4), 0.25, True),
-        ("eval mode, one 4x4 map, p=0.25", (4, 4), 0.25, False),
-        ("train mode, a batch (2, 5, 5), p=0.6", (2, 5, 5), 0.6, True),
-        ("eval mode, a batch (2, 5, 5), p=0.6", (2, 5, 5), 0.6, False),
-        ("eval mode, heads (2, 3, 4, 4), p=0.1", (2, 3, 4, 4), 0.1, False),
-        ("train mode, p=0: nothing is dropped", (3, 3), 0.0, True),
-        ("eval mode, p=0", (3, 3), 0.0, False),
+        (N_("train mode, one 4x4 map, p=0.25"), (4, 4), 0.25, True),
+        (N_("eval mode, one 4x4 map, p=0.25"), (4, 4), 0.25, False),
+        (N_("train mode, a batch (2, 5, 5), p=0.6"), (2, 5, 5), 0.6, True),
+        (N_("eval mode, a batch (2, 5, 5), p=0.6"), (2, 5, 5), 0.6, False),
+        (N_("eval mode, heads (2, 3, 4, 4), p=0.1"), (2, 3, 4, 4), 0.1, False),
+        (N_("train mode, p=0: nothing is dropped"), (3, 3), 0.0, True),
+        (N_("eval mode, p=0"), (3, 3), 0.0, False),
     ]:
         cases.append(Case(name, (_causal_weights(gen, shape), _keep(gen, shape, p), p, training)))
     return cases
@@ -78,7 +79,7 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     value (no rescale); in eval mode the weights are scaled so that they equal the train-mode
     weights on average.
     """
-    eval_hint = (
+    eval_hint = N_(
         "unchanged weights are larger than what train mode gives on average: there a weight is "
         "kept with probability 1-p and not rescaled, so it averages to (1-p) times its value, and "
         "eval mode must return that average"
@@ -121,7 +122,7 @@ def classic_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 4.1 — dropout as first published",
+        N_("Exercise 4.1 — dropout as first published"),
         student_fn,
         _classic_dropout,
         _classic_cases(),
@@ -205,8 +206,11 @@ def dropout_row_sum_stats(student_fn: Callable[..., tuple[torch.Tensor, torch.Te
             lambda w, p: p / (1 - p) * (w**2).sum(dim=-2),
         ),
     ]
-    title = "Exercise 4.2 — the spread of a row sum"
-    parts = [("the mean (first result)", mean_mistakes), ("the variance (second result)", var_mistakes)]
+    title = N_("Exercise 4.2 — the spread of a row sum")
+    parts = [
+        (N_("the mean (first result)"), mean_mistakes),
+        (N_("the variance (second result)"), var_mistakes),
+    ]
     for index, (name, part_mistakes) in enumerate(parts):
         verdict = run_check(
             title,
@@ -216,7 +220,9 @@ def dropout_row_sum_stats(student_fn: Callable[..., tuple[torch.Tensor, torch.Te
             part_mistakes,
         )
         if verdict.status == "fail":  # a wrong result: say which of the two it is
-            return Verdict(False, verdict.message.replace(title, f"{title}, {name}", 1))
+            shown = tr(title)  # the title as the verdict shows it, in the current language
+            which = tr("{title}, {part}").format(title=shown, part=tr(name))
+            return Verdict(False, verdict.message.replace(shown, which, 1))
         if not verdict:
             return verdict
     return verdict
@@ -234,9 +240,9 @@ def _attention_cases() -> list[Case]:
     gen = generator(5)
     cases = []
     for name, batch, t, dk, dv, p in [
-        ("B=1, T=3, p=0.5", (1,), 3, 2, 2, 0.5),
-        ("B=2, T=6, p=0.2", (2,), 6, 4, 3, 0.2),
-        ("heads (2, 2, 5, .), p=0.6", (2, 2), 5, 4, 4, 0.6),
+        (N_("B=1, T=3, p=0.5"), (1,), 3, 2, 2, 0.5),
+        (N_("B=2, T=6, p=0.2"), (2,), 6, 4, 3, 0.2),
+        (N_("heads (2, 2, 5, .), p=0.6"), (2, 2), 5, 4, 4, 0.6),
     ]:
         q = torch.randn(*batch, t, dk, generator=gen)
         k = torch.randn(*batch, t, dk, generator=gen)
@@ -285,7 +291,7 @@ def attention_with_dropout(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 4.3 — dropout in the right place",
+        N_("Exercise 4.3 — dropout in the right place"),
         student_fn,
         _reference_attention,
         _attention_cases(),

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 
 from .. import apply_rotary, attention_scores, receptive_field, rotary_angles, scaled_dot_product_attention
+from ..i18n import N_
 from ._core import Case, Mistake, Verdict, as_numbers, generator, run_check
 from ._reach import own
 
@@ -60,11 +61,11 @@ def combine_partial_attention(student_fn: Callable[..., torch.Tensor]) -> Verdic
     scores ``(Tq,)``; the result must equal attention over all the keys at once.
     """
     cases = [
-        _halves("3 queries, 4 + 4 keys", 3, 4, 8, 0),
-        _halves("5 queries, 2 + 7 keys", 5, 2, 9, 1),
-        _halves("large scores (|score| up to a few hundred)", 4, 3, 6, 2, spread=120.0),
+        _halves(N_("3 queries, 4 + 4 keys"), 3, 4, 8, 0),
+        _halves(N_("5 queries, 2 + 7 keys"), 5, 2, 9, 1),
+        _halves(N_("large scores (|score| up to a few hundred)"), 4, 3, 6, 2, spread=120.0),
         _halves(
-            "every key of the first half masked (lse1 = -inf, context1 = 0)", 3, 3, 6, 3, hide_first=True
+            N_("every key of the first half masked (lse1 = -inf, context1 = 0)"), 3, 3, 6, 3, hide_first=True
         ),
     ]
     mistakes = [
@@ -101,7 +102,7 @@ def combine_partial_attention(student_fn: Callable[..., torch.Tensor]) -> Verdic
         ),
     ]
     return run_check(
-        "Exercise 13.1 — combine two halves of the keys", student_fn, _combine, cases, mistakes, atol=1e-5
+        N_("Exercise 13.1 — combine two halves of the keys"), student_fn, _combine, cases, mistakes, atol=1e-5
     )
 
 
@@ -171,7 +172,7 @@ def longformer_mask(student_fn: Callable[[int, int, list[int]], torch.Tensor]) -
         ),
         as_numbers(_longformer, "add `.bool()`"),
     ]
-    return run_check("Exercise 13.2 — Longformer's mask", student_fn, _longformer, cases, mistakes)
+    return run_check(N_("Exercise 13.2 — Longformer's mask"), student_fn, _longformer, cases, mistakes)
 
 
 # --- 13.3: the receptive field of dilated windows -------------------------------------------
@@ -255,7 +256,7 @@ def _both_sides(size: int, window: int, dilations: list[int]) -> torch.Tensor:
 
 
 #: The hint of a receptive field that does not chain the layers.
-_COMPOSE = (
+_COMPOSE = N_(
     "an input reaches the output through a chain of one step per layer: compose every layer's mask (a "
     "boolean matrix product); one layer alone, or the layers OR-ed together, is not that"
 )
@@ -342,7 +343,7 @@ def dilated_receptive_field(student_fn: Callable[[int, int, list[int]], torch.Te
         as_numbers(_dilated_field, "add `.bool()`"),
     ]
     return run_check(
-        "Exercise 13.3 — the receptive field of dilated windows",
+        N_("Exercise 13.3 — the receptive field of dilated windows"),
         student_fn,
         _dilated_field,
         cases,
@@ -373,9 +374,9 @@ def rotate_half_rope(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
     """Exercise 13.4: ``student_fn(x, positions) -> (..., T, Dh)``: RoPE with feature ``i`` paired
     with feature ``i + Dh/2``, ``theta_i = 10000^(-2i/Dh)``."""
     cases = [
-        _rope_case("two vectors, Dh=4, positions 1 and 2", (2, 4), 1, 0),
-        _rope_case("T=5, Dh=8, positions 0..4", (5, 8), 0, 1),
-        _rope_case("B=2, H=3, T=4, Dh=16, positions 7..10", (2, 3, 4, 16), 7, 2),
+        _rope_case(N_("two vectors, Dh=4, positions 1 and 2"), (2, 4), 1, 0),
+        _rope_case(N_("T=5, Dh=8, positions 0..4"), (5, 8), 0, 1),
+        _rope_case(N_("B=2, H=3, T=4, Dh=16, positions 7..10"), (2, 3, 4, 16), 7, 2),
     ]
     mistakes = [
         Mistake(
@@ -400,5 +401,5 @@ def rotate_half_rope(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         ),
     ]
     return run_check(
-        "Exercise 13.4 — RoPE, the rotate-half layout", student_fn, _rotate_half, cases, mistakes
+        N_("Exercise 13.4 — RoPE, the rotate-half layout"), student_fn, _rotate_half, cases, mistakes
     )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import torch
 
 from .. import kv_cache_bytes, next_token_probs, scaled_dot_product_attention
+from ..i18n import N_, fmt
 from ..kv_cache import KVCache, cached_attention
 from ..sampling import top_k_logits, top_p_logits
 from ._core import (
@@ -91,19 +92,19 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     :func:`attnlib.sampling.next_token_probs`. Ties with the k-th largest logit are kept.
     """
     cases = [
-        _probs_case("one row of V=6 logits, T=1, top_k=None", (6,), 1.0, None, seed=121),
-        _probs_case("(B, V) = (3, 8), T=0.5 (sharper), top_k=None", (3, 8), 0.5, None, seed=122),
+        _probs_case(N_("one row of V=6 logits, T=1, top_k=None"), (6,), 1.0, None, seed=121),
+        _probs_case(N_("(B, V) = (3, 8), T=0.5 (sharper), top_k=None"), (3, 8), 0.5, None, seed=122),
         _probs_case(
-            "(B, V) = (4, 8), T=1, top_k=3; the last row ties with its 3rd largest logit",
+            N_("(B, V) = (4, 8), T=1, top_k=3; the last row ties with its 3rd largest logit"),
             (3, 8),
             1.0,
             3,
             seed=123,
             tied=[2.0, 1.0, 1.0, 0.0, -1.0, 0.5, -0.5, 1.5],
         ),
-        _probs_case("(B, V) = (2, 10), T=2 (flatter), top_k=4", (2, 10), 2.0, 4, seed=124),
+        _probs_case(N_("(B, V) = (2, 10), T=2 (flatter), top_k=4"), (2, 10), 2.0, 4, seed=124),
         _probs_case(
-            "(B, V) = (5, 5), T=0.7, top_k=1 (greedy in disguise); the last row has two largest logits",
+            N_("(B, V) = (5, 5), T=0.7, top_k=1 (greedy in disguise); the last row has two largest logits"),
             (4, 5),
             0.7,
             1,
@@ -152,7 +153,7 @@ def sampling_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         not_a_distribution("softmax over the vocabulary (dim=-1) after the top-k mask"),
     ]
     return run_check(
-        "Exercise 12.1 — temperature and top-k",
+        N_("Exercise 12.1 — temperature and top-k"),
         student_fn,
         next_token_probs,
         cases,
@@ -265,23 +266,23 @@ TIED_ROWS = [
 def _top_p_cases() -> list[Case]:
     """Exercise 12.2's cases, simplest first; the ties last."""
     return [
-        _top_p_case("one row of V=6 logits, T=1, p=0.5", (6,), 0.5, 1.0, seed=151),
-        _top_p_case("(B, V) = (3, 8), T=0.5 (sharper), p=0.9", (3, 8), 0.9, 0.5, seed=152),
-        _top_p_case("(B, V) = (2, 10), T=2 (flatter), p=0.7", (2, 10), 0.7, 2.0, seed=153),
+        _top_p_case(N_("one row of V=6 logits, T=1, p=0.5"), (6,), 0.5, 1.0, seed=151),
+        _top_p_case(N_("(B, V) = (3, 8), T=0.5 (sharper), p=0.9"), (3, 8), 0.9, 0.5, seed=152),
+        _top_p_case(N_("(B, V) = (2, 10), T=2 (flatter), p=0.7"), (2, 10), 0.7, 2.0, seed=153),
         _top_p_case(
-            "(B, V) = (3, 6), T=0.7, p=0.3: the top token often holds more than p alone",
+            N_("(B, V) = (3, 6), T=0.7, p=0.3: the top token often holds more than p alone"),
             (3, 6),
             0.3,
             0.7,
             seed=154,
             scale=4.0,
         ),
-        _top_p_case("(2, 3, 7): a batch of batches, T=1.5, p=0.8", (2, 3, 7), 0.8, 1.5, seed=155),
+        _top_p_case(N_("(2, 3, 7): a batch of batches, T=1.5, p=0.8"), (2, 3, 7), 0.8, 1.5, seed=155),
         _top_p_case(
-            "(B, V) = (2, 5), T=1.5, p=1: every token is kept", (2, 5), 1.0, 1.5, seed=156, scale=1.0
+            N_("(B, V) = (2, 5), T=1.5, p=1: every token is kept"), (2, 5), 1.0, 1.5, seed=156, scale=1.0
         ),
         _top_p_case(
-            "(B, V) = (4, 6), T=0.8, p=0.45; the last three rows have tokens tied with the last one kept",
+            N_("(B, V) = (4, 6), T=0.8, p=0.45; the last three rows have tokens tied with the last one kept"),
             (1, 6),
             0.45,
             0.8,
@@ -294,8 +295,10 @@ def _top_p_cases() -> list[Case]:
 #: Exercise 12.2's typical slips: (hint, the knobs of :func:`_top_p` that make it).
 _TOP_P_SLIPS = [
     (
-        "apply the temperature FIRST: the nucleus is taken from softmax(logits / temperature), the "
-        "distribution the sampler draws from; you chose it at temperature 1 and heated afterwards",
+        N_(
+            "apply the temperature FIRST: the nucleus is taken from softmax(logits / temperature), the "
+            "distribution the sampler draws from; you chose it at temperature 1 and heated afterwards"
+        ),
         {"heat": "after"},
     ),
     (
@@ -303,45 +306,61 @@ _TOP_P_SLIPS = [
         "you multiplied",
         {"heat": "times"},
     ),
-    ("the temperature was ignored: divide the logits by it before the softmax", {"heat": "ignored"}),
+    (N_("the temperature was ignored: divide the logits by it before the softmax"), {"heat": "ignored"}),
     (
-        "sort the probabilities from the largest down (sort(..., descending=True)): the nucleus is the "
-        "*most* likely tokens, you kept the least likely ones",
+        N_(
+            "sort the probabilities from the largest down (sort(..., descending=True)): the nucleus is the "
+            "*most* likely tokens, you kept the least likely ones"
+        ),
         {"descending": False},
     ),
     (
-        "you stopped one token too early: keep the token whose probability makes the total reach p. A "
-        "token stays while the mass ranked *above* it (cumsum - probs) is still below p",
+        N_(
+            "you stopped one token too early: keep the token whose probability makes the total reach p. A "
+            "token stays while the mass ranked *above* it (cumsum - probs) is still below p"
+        ),
         {"rule": "early"},
     ),
     (
-        "you kept one token too many: once the kept tokens reach p, stop. A token stays only while the "
-        "mass ranked above it (cumsum - probs) is below p",
+        N_(
+            "you kept one token too many: once the kept tokens reach p, stop. A token stays only while the "
+            "mass ranked above it (cumsum - probs) is below p"
+        ),
         {"rule": "late"},
     ),
     (
-        "when the most likely token alone holds p or more, it must still be kept (the nucleus is never "
-        "empty): after shifting the mask right by one, set its first column to keep",
+        N_(
+            "when the most likely token alone holds p or more, it must still be kept (the nucleus is never "
+            "empty): after shifting the mask right by one, set its first column to keep"
+        ),
         {"rule": "no_top"},
     ),
     (
-        "renormalise: the kept probabilities must sum to 1 again (divide them by their sum, or set the "
-        "other logits to -inf before the softmax); you only zeroed the others",
+        N_(
+            "renormalise: the kept probabilities must sum to 1 again (divide them by their sum, or set the "
+            "other logits to -inf before the softmax); you only zeroed the others"
+        ),
         {"renormalise": False},
     ),
     (
-        "the dropped tokens must get logit float('-inf') before the softmax (probability 0); a logit of "
-        "0 still gets exp(0) = 1 share",
+        N_(
+            "the dropped tokens must get logit float('-inf') before the softmax (probability 0); a logit of "
+            "0 still gets exp(0) = 1 share"
+        ),
         {"fill": 0.0},
     ),
     (
-        "each row of a batch is its own distribution: softmax, sort and cumsum along the vocabulary, "
-        "the last axis (dim=-1), not dim=0",
+        N_(
+            "each row of a batch is its own distribution: softmax, sort and cumsum along the vocabulary, "
+            "the last axis (dim=-1), not dim=0"
+        ),
         {"dim": 0},
     ),
     (
-        "return probabilities, the distribution the sampler draws from (softmax of the kept tempered "
-        "logits), not the filtered logits",
+        N_(
+            "return probabilities, the distribution the sampler draws from (softmax of the kept tempered "
+            "logits), not the filtered logits"
+        ),
         {"returns": "logits"},
     ),
 ]
@@ -391,7 +410,7 @@ def top_p_probs(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 12.2 — top-p sampling with a temperature and ties",
+        N_("Exercise 12.2 — top-p sampling with a temperature and ties"),
         student_fn,
         _reference_top_p,
         cases,
@@ -436,10 +455,10 @@ def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
     (position ``T``), then attend: ``context`` ``(B, H, 1, Dh)``, and the caches ``(B, H, T + 1, Dh)``.
     """
     cases = [
-        _step_case("B=1, H=1, three cached positions, Dh=4", 1, 1, 3, 4, seed=131),
-        _step_case("B=2, H=2, five cached positions, Dh=8", 2, 2, 5, 8, seed=132),
-        _step_case("B=2, H=3, one cached position, Dh=4", 2, 3, 1, 4, seed=133),
-        _step_case("B=1, H=2, an empty cache (the first token), Dh=4", 1, 2, 0, 4, seed=134),
+        _step_case(N_("B=1, H=1, three cached positions, Dh=4"), 1, 1, 3, 4, seed=131),
+        _step_case(N_("B=2, H=2, five cached positions, Dh=8"), 2, 2, 5, 8, seed=132),
+        _step_case(N_("B=2, H=3, one cached position, Dh=4"), 2, 3, 1, 4, seed=133),
+        _step_case(N_("B=1, H=2, an empty cache (the first token), Dh=4"), 1, 2, 0, 4, seed=134),
     ]
 
     def grown(k, v, kc, vc):
@@ -487,7 +506,7 @@ def cached_attention_step(student_fn: Callable[..., tuple]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 12.3 — one attention step with the cache",
+        N_("Exercise 12.3 — one attention step with the cache"),
         student_fn,
         _reference_step,
         cases,
@@ -549,68 +568,97 @@ def _predicted(
 def rolling_kv_cache(cache_bytes: object, slot: object) -> Verdict:
     """Exercise 12.4: the bytes the rolling buffer caches of :data:`ROLLING_CONFIG` hold after
     the last token, and the slot that token's key went to; a prediction."""
-    title = "Exercise 12.4 — predict: a rolling buffer cache with grouped-query attention"
+    title = N_("Exercise 12.4 — predict: a rolling buffer cache with grouped-query attention")
     if cache_bytes is ... or slot is ...:
         return predictions_not_yet(title)
     c = ROLLING_CONFIG
     n, last_slot = _rolling_answers()
     length, w, group = c["prompt"] + c["generated"], c["window"], c["n_heads"] // c["n_kv_heads"]
     head_dim = c["dim"] // c["n_heads"]
-    window = (
-        f"the window: the rolling buffer keeps only the last W = {w:,} positions of each sequence "
-        f"(position i overwrites slot i mod W), however many tokens the sequence has ({length:,} here)"
+    # Numbers as shown (thousands separated); the hints are templates, so that no catalogue key holds one.
+    num = {
+        "W": f"{w:,}",
+        "W1": f"{w - 1:,}",
+        "L": f"{length:,}",
+        "L1": f"{length - 1:,}",
+        "G1": f"{c['generated'] - 1:,}",
+        "over": f"{length - 1 - w:,}",
+        "H": c["n_heads"],
+        "G": c["n_kv_heads"],
+        "D": c["dim"],
+        "Dh": head_dim,
+        "group": group,
+        "layers": c["n_layers"],
+        "batch": c["batch"],
+    }
+    window = fmt(
+        "the window: the rolling buffer keeps only the last W = {W} positions of each sequence "
+        "(position i overwrites slot i mod W), however many tokens the sequence has ({L} here)",
+        **num,
     )
     byte_hints = [
-        (n * group * length / w, f"that is section 5's cache: all H = {c['n_heads']} heads at all {length:,} "
-         f"positions. Grouped-query attention caches only the G = {c['n_kv_heads']} key/value heads, and the "
-         f"window keeps at most W = {w:,} positions"),
-        (n * group, f"the cache holds the G = {c['n_kv_heads']} key/value heads, not the H = {c['n_heads']} "
-         f"query heads: with grouped-query attention {group} query heads share each key and value"),
-        (n * c["dim"] / head_dim, f"each key/value head is Dh = {c['dim']} / {c['n_heads']} = {head_dim} "
-         f"numbers wide: a position's key is G x Dh numbers, not G x D"),
+        (n * group * length / w, fmt("that is section 5's cache: all H = {H} heads at all {L} "
+         "positions. Grouped-query attention caches only the G = {G} key/value heads, and the "
+         "window keeps at most W = {W} positions", **num)),
+        (n * group, fmt("the cache holds the G = {G} key/value heads, not the H = {H} "
+         "query heads: with grouped-query attention {group} query heads share each key and value", **num)),
+        (n * c["dim"] / head_dim, fmt("each key/value head is Dh = {D} / {H} = {Dh} "
+         "numbers wide: a position's key is G x Dh numbers, not G x D", **num)),
         (n * length / w, window),
         (n * c["generated"] / w, window),
-        (n * (w + 1) / w, f"the rolling buffer has W = {w:,} slots (slots 0 to W - 1), not W + 1"),
-        (n / 2, "that is half of it: a factor 2 is missing. The cache holds a key AND a value for every "
-         "position and head, and a float16 number takes 2 bytes"),
-        (n * 2, "a float16 number takes 2 bytes, not 4 (that is float32)"),
-        (n / c["n_layers"], f"every layer has its own keys and values: x {c['n_layers']} layers"),
-        (n / c["batch"], f"each of the {c['batch']} sequences has its own cache: x {c['batch']}"),
-        (n * 8, "count bytes, not bits: a float16 number is 2 bytes"),
-        (n / 2**20, "the answer in bytes, please (that number is MiB: multiply by 2**20)"),
-        (n / 10**6, "the answer in bytes, please (that number is MB: multiply by 10**6)"),
-        (n / 2**30, "the answer in bytes, please (that number is GiB: multiply by 2**30)"),
+        (n * (w + 1) / w, fmt("the rolling buffer has W = {W} slots (slots 0 to W - 1), not W + 1", **num)),
+        (n / 2, N_("that is half of it: a factor 2 is missing. The cache holds a key AND a value for every "
+         "position and head, and a float16 number takes 2 bytes")),
+        (n * 2, N_("a float16 number takes 2 bytes, not 4 (that is float32)")),
+        (n / c["n_layers"], fmt("every layer has its own keys and values: x {layers} layers", **num)),
+        (n / c["batch"], fmt("each of the {batch} sequences has its own cache: x {batch}", **num)),
+        (n * 8, N_("count bytes, not bits: a float16 number is 2 bytes")),
+        (n / 2**20, N_("the answer in bytes, please (that number is MiB: multiply by 2**20)")),
+        (n / 10**6, N_("the answer in bytes, please (that number is MB: multiply by 10**6)")),
+        (n / 2**30, N_("the answer in bytes, please (that number is GiB: multiply by 2**30)")),
     ]  # fmt: skip
     slot_hints = [
-        (length % w, f"positions count from 0: the last of {length:,} tokens is position {length - 1:,}, not "
-         f"{length:,}"),
-        (length - 1, f"the buffer has only W = {w:,} slots, 0 to {w - 1:,}: position i goes to slot i mod W"),
-        ((length - 1) % (w + 1), f"the buffer has W = {w:,} slots, not W + 1: take the position mod {w:,}"),
-        ((c["generated"] - 1) % w, f"the prompt is cached too: positions count from the first prompt token, "
-         f"so the last token is position {length - 1:,}, not {c['generated'] - 1:,}"),
-        (length - 1 - w, f"{length - 1 - w:,} is a position (the one whose key the last token overwrote), "
-         f"not a slot: slots run from 0 to W - 1 = {w - 1:,}"),
+        (length % w, fmt("positions count from 0: the last of {L} tokens is "
+         "position {L1}, not {L}", **num)),
+        (length - 1, fmt("the buffer has only W = {W} slots, 0 to {W1}: position i "
+         "goes to slot i mod W", **num)),
+        ((length - 1) % (w + 1), fmt("the buffer has W = {W} slots, not W + 1: take the "
+         "position mod {W}", **num)),
+        ((c["generated"] - 1) % w, fmt("the prompt is cached too: positions count from the first "
+         "prompt token, so the last token is position {L1}, not {G1}", **num)),
+        (length - 1 - w, fmt("{over} is a position (the one whose key the last token overwrote), "
+         "not a slot: slots run from 0 to W - 1 = {W1}", **num)),
     ]  # fmt: skip
     parts = [
         _predicted(
-            "cache_bytes",
+            N_("cache_bytes"),
             cache_bytes,
             n,
             byte_hints,
-            "multiply what one cached position costs in one layer (a key and a value for each of the G "
-            "key/value heads) by the layers, the batch and the positions the buffer holds",
+            N_(
+                "multiply what one cached position costs in one layer (a key and a value for each of the G "
+                "key/value heads) by the layers, the batch and the positions the buffer holds"
+            ),
             rel=5e-4,
         ),
-        _predicted("slot", slot, last_slot, slot_hints, "position i is written into slot i mod W"),
+        _predicted(N_("slot"), slot, last_slot, slot_hints, N_("position i is written into slot i mod W")),
     ]
     full = kv_cache_bytes(c["n_layers"], c["n_heads"], head_dim, length, c["batch"], c["bytes"])
     return combined(
         title,
         parts,
-        f"right, {n:,} bytes ({n / 2**20:,.0f} MiB): 2 (K and V) x {c['n_layers']} layers x "
-        f"{c['batch']} sequences x {c['n_kv_heads']} key/value heads x {w:,} positions x {head_dim} numbers "
-        f"x {c['bytes']} bytes, {full / n:.2f} times less than all {c['n_heads']} heads at all {length:,} "
-        f"positions; and "
-        f"position {length - 1:,} went to slot {length - 1:,} mod {w:,} = {last_slot}, overwriting position "
-        f"{length - 1 - w:,}.",
+        fmt(
+            "right, {n} bytes ({mib} MiB): 2 (K and V) x {layers} layers x "
+            "{batch} sequences x {G} key/value heads x {W} positions x {Dh} numbers "
+            "x {bytes} bytes, {times} times less than all {H} heads at all {L} "
+            "positions; and "
+            "position {L1} went to slot {L1} mod {W} = {slot}, overwriting position "
+            "{over}.",
+            n=f"{n:,}",
+            mib=f"{n / 2**20:,.0f}",
+            bytes=c["bytes"],
+            times=f"{full / n:.2f}",
+            slot=last_slot,
+            **num,
+        ),
     )

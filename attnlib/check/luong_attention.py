@@ -23,6 +23,7 @@ import torch
 
 from .. import AttentionGeneral, AttentionParams, LuongDecoder, masked_softmax
 from ..evaluation import count_parameters
+from ..i18n import N_, fmt
 from ..local_attention import LocalAttention
 from ._core import (
     Case,
@@ -110,8 +111,10 @@ CONCAT_FORBIDDEN = (
         (torch, "cat"),
         (torch, "concat"),
         (torch, "concatenate"),
-        hint="split W_a's columns instead: W_a [h_t; h̄_s] = W_a[:, :d_hid] h_t + W_a[:, d_hid:] h̄_s, "
-        "so that no pair is ever concatenated",
+        hint=N_(
+            "split W_a's columns instead: W_a [h_t; h̄_s] = W_a[:, :d_hid] h_t + W_a[:, d_hid:] h̄_s, "
+            "so that no pair is ever concatenated"
+        ),
     ),
 )
 
@@ -127,51 +130,63 @@ def concat_scores(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     every concatenated pair, as ``AttentionParams.score`` computes them.
     """
     cases = [
-        _concat_case("one decoder step: B=1, Tq=1, Ts=3, d_hid=A=2", 1, 1, 3, 2, 2, seed=81),
-        _concat_case("every step at once: B=2, Tq=Ts=4, d_hid=A=3", 2, 4, 4, 3, 3, seed=82),
+        _concat_case(N_("one decoder step: B=1, Tq=1, Ts=3, d_hid=A=2"), 1, 1, 3, 2, 2, seed=81),
+        _concat_case(N_("every step at once: B=2, Tq=Ts=4, d_hid=A=3"), 2, 4, 4, 3, 3, seed=82),
         _concat_case(
-            "B=2, Tq=3, Ts=5, d_hid=2, A=4 (W_a maps to A != d_hid features)", 2, 3, 5, 2, 4, seed=83
+            N_("B=2, Tq=3, Ts=5, d_hid=2, A=4 (W_a maps to A != d_hid features)"), 2, 3, 5, 2, 4, seed=83
         ),
-        _concat_case("a one-token source: B=3, Tq=2, Ts=1, d_hid=3, A=2", 3, 2, 1, 3, 2, seed=84),
+        _concat_case(N_("a one-token source: B=3, Tq=2, Ts=1, d_hid=3, A=2"), 3, 2, 1, 3, 2, seed=84),
     ]
     table = [
         (
-            "W_a meets [h_t; h̄_s], the query first: its first d_hid columns multiply h_t and its last d_hid "
-            "columns h̄_s. You swapped the halves",
+            N_(
+                "W_a meets [h_t; h̄_s], the query first: its first d_hid columns multiply h_t and its last "
+                "d_hid "
+                "columns h̄_s. You swapped the halves"
+            ),
             {"halves": "key first"},
         ),
         (
-            "the bias b_a is added once per pair: W_a [h_t; h̄_s] + b_a. Put it on one half only (the "
-            "keys' half, computed once), not on both",
+            N_(
+                "the bias b_a is added once per pair: W_a [h_t; h̄_s] + b_a. Put it on one half only (the "
+                "keys' half, computed once), not on both"
+            ),
             {"bias": "twice"},
         ),
         (
-            "nn.Linear(2 d_hid, A) has a bias: W_a [h_t; h̄_s] + b_a. Add b_a once, to one of the two halves",
+            N_(
+                "nn.Linear(2 d_hid, A) has a bias: W_a [h_t; h̄_s] + b_a. Add b_a once, to one of the two "
+                "halves"
+            ),
             {"bias": "none"},
         ),
         (
-            "w_a is an nn.Linear weight (A, 2 d_hid): its halves act as `query @ w_a[:, :d_hid].T` and "
-            "`keys @ w_a[:, d_hid:].T`",
+            N_(
+                "w_a is an nn.Linear weight (A, 2 d_hid): its halves act as `query @ w_a[:, :d_hid].T` and "
+                "`keys @ w_a[:, d_hid:].T`"
+            ),
             {"transpose": False},
         ),
-        ("the tanh is missing: v_aᵀ tanh(W_a [h_t; h̄_s] + b_a)", {"tanh": "none"}),
+        (N_("the tanh is missing: v_aᵀ tanh(W_a [h_t; h̄_s] + b_a)"), {"tanh": "none"}),
         (
             "the tanh goes inside, before the dot product with v_a: v_aᵀ tanh(...), not tanh(v_aᵀ ...)",
             {"tanh": "outside"},
         ),
         (
-            "each query must meet every key: give the projected queries an axis for the keys and the "
-            "projected keys one for the queries, (B, Tq, 1, A) + (B, 1, Ts, A) -> (B, Tq, Ts, A)",
+            N_(
+                "each query must meet every key: give the projected queries an axis for the keys and the "
+                "projected keys one for the queries, (B, Tq, 1, A) + (B, 1, Ts, A) -> (B, Tq, Ts, A)"
+            ),
             {"pairs": False},
         ),
         (
-            "rows are decoder steps (queries), columns source positions: (B, Tq, Ts), not its transpose",
+            N_("rows are decoder steps (queries), columns source positions: (B, Tq, Ts), not its transpose"),
             {"order": "positions first"},
         ),
-        ("return the scores, before the softmax", {"softmax": True}),
+        (N_("return the scores, before the softmax"), {"softmax": True}),
     ]
     return run_check(
-        "Exercise 9.1 — Luong's concat score, the keys' half once",
+        N_("Exercise 9.1 — Luong's concat score, the keys' half once"),
         student_fn,
         _reference_concat,
         cases,
@@ -216,38 +231,44 @@ def location_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     for real source tokens; padded positions get weight 0.
     """
     cases = [
-        _location_case("B=1, one step, S=Ts=d_hid=5 (no padding)", 1, 1, 5, 5, [5], 5, seed=101),
+        _location_case(N_("B=1, one step, S=Ts=d_hid=5 (no padding)"), 1, 1, 5, 5, [5], 5, seed=101),
         _location_case(
-            "B=2, S=8 rows for a source of Ts=6, the second padded", 2, 1, 4, 8, [6, 4], 6, seed=102
+            N_("B=2, S=8 rows for a source of Ts=6, the second padded"), 2, 1, 4, 8, [6, 4], 6, seed=102
         ),
-        _location_case("B=2, three steps at once, S=d_hid=5 rows, Ts=4", 2, 3, 5, 5, [4, 3], 4, seed=103),
+        _location_case(N_("B=2, three steps at once, S=d_hid=5 rows, Ts=4"), 2, 3, 5, 5, [4, 3], 4, seed=103),
     ]
     table = [
         (
-            "use the FIRST Ts rows of W_a, one per source position 0 .. Ts-1: `scores[..., :Ts]` "
-            "(Luong et al.'s footnote 6: a short sentence uses the top part of a_t)",
+            N_(
+                "use the FIRST Ts rows of W_a, one per source position 0 .. Ts-1: `scores[..., :Ts]` "
+                "(Luong et al.'s footnote 6: a short sentence uses the top part of a_t)"
+            ),
             {"rows": "all"},
         ),
-        ("position s is row s of W_a: keep the first Ts rows, not the last ones", {"rows": "last"}),
-        ("W_a is an nn.Linear weight (S, d_hid): W_a h_t is `query @ w_a.T`", {"transpose": False}),
-        ("return the weights: softmax over the source positions", {"softmax": False}),
+        (N_("position s is row s of W_a: keep the first Ts rows, not the last ones"), {"rows": "last"}),
+        (N_("W_a is an nn.Linear weight (S, d_hid): W_a h_t is `query @ w_a.T`"), {"transpose": False}),
+        (N_("return the weights: softmax over the source positions"), {"softmax": False}),
         (
-            "padded positions got weight: leave them out of the softmax (masked_fill with -inf where "
-            "mask is False, or attnlib.masked_softmax)",
+            N_(
+                "padded positions got weight: leave them out of the softmax (masked_fill with -inf where "
+                "mask is False, or attnlib.masked_softmax)"
+            ),
             {"masked": False},
         ),
         (
-            "zeroing the padding after the softmax leaves weights that sum to less than 1: mask the "
-            "scores *before* the softmax",
+            N_(
+                "zeroing the padding after the softmax leaves weights that sum to less than 1: mask the "
+                "scores *before* the softmax"
+            ),
             {"after": True},
         ),
         (
-            "the softmax runs over the source positions (the last axis), not over the decoder steps",
+            N_("the softmax runs over the source positions (the last axis), not over the decoder steps"),
             {"dim": 1},
         ),
     ]
     return run_check(
-        "Exercise 9.2 — Luong's location-based weights",
+        N_("Exercise 9.2 — Luong's location-based weights"),
         student_fn,
         _reference_location,
         cases,
@@ -268,11 +289,14 @@ def _local_m(
     pad=True,
     gaussian=False,
     empty_rows_zero=True,
+    clamp=False,
 ):
     """Local-m weights with a knob per typical slip; all knobs at their default give attnlib's."""
     tq, ts = scores.shape[1], scores.shape[2]
     positions = torch.arange(ts)  # (Ts,)
     centres = (step if use_step else 0) + offset + torch.arange(tq)  # (Tq,): p_t = t
+    if clamp:
+        centres = centres.clamp(max=ts - 1)
     distance = (positions[None, :] - centres[:, None]).abs()  # (Tq, Ts)
     in_window = distance < half_window if strict else distance <= half_window  # (Tq, Ts)
     keep = mask[:, None, :] if pad else torch.ones_like(mask)[:, None, :]  # (B, 1, Ts)
@@ -315,15 +339,22 @@ def local_m_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     As ``LocalAttention(mode="m")`` computes it.
     """
     cases = [
-        _local_m_case("one step t=3 of a source of 9, D=2", 1, 1, [9], 9, 2, step=3, seed=111),
+        _local_m_case(N_("one step t=3 of a source of 9, D=2"), 1, 1, [9], 9, 2, step=3, seed=111),
         _local_m_case(
-            "steps 0 to 3 at once: the window is cut at position 0", 1, 4, [8], 8, 2, step=0, seed=112
+            N_("steps 0 to 3 at once: the window is cut at position 0"), 1, 4, [8], 8, 2, step=0, seed=112
         ),
         _local_m_case(
-            "B=2, steps 2 to 5, the second source padded (5 of 8 real)", 2, 4, [8, 5], 8, 1, step=2, seed=113
+            N_("B=2, steps 2 to 5, the second source padded (5 of 8 real)"),
+            2,
+            4,
+            [8, 5],
+            8,
+            1,
+            step=2,
+            seed=113,
         ),
         _local_m_case(
-            "B=2, steps 5 to 8, D=1: the short source (4 real) ends before some windows",
+            N_("B=2, steps 5 to 8, D=1: the short source (4 real) ends before some windows"),
             2,
             4,
             [9, 4],
@@ -332,37 +363,64 @@ def local_m_weights(student_fn: Callable[..., torch.Tensor]) -> Verdict:
             step=5,
             seed=114,
         ),
+        _local_m_case(
+            N_("steps 5 to 8 of a source of 5, D=1: steps 6 to 8 are past its end and see nothing"),
+            1,
+            4,
+            [5],
+            5,
+            1,
+            step=5,
+            seed=115,
+        ),
     ]
     table = [
         (
-            "row i of scores is output step t = step + i: centre its window on step + i, not on i",
+            N_("row i of scores is output step t = step + i: centre its window on step + i, not on i"),
             {"use_step": False},
         ),
         (
-            "steps count from 0: the first row is step t = `step`, centred on s = step, not step + 1",
+            N_("steps count from 0: the first row is step t = `step`, centred on s = step, not step + 1"),
             {"offset": 1},
         ),
-        ("the window holds 2D + 1 positions: |s - t| <= D, the ends included", {"strict": True}),
+        (N_("the window holds 2D + 1 positions: |s - t| <= D, the ends included"), {"strict": True}),
         (
-            "zeroing the positions outside the window after a softmax over the whole source leaves "
-            "weights that sum to less than 1: local-m is eq. 7 *inside* the window, so leave the other "
-            "positions out of the softmax",
+            N_(
+                "zeroing the positions outside the window after a softmax over the whole source leaves "
+                "weights that sum to less than 1: local-m is eq. 7 *inside* the window, so leave the other "
+                "positions out of the softmax"
+            ),
             {"before": False},
         ),
-        ("padded positions got weight: the window must also leave out the padding (`mask`)", {"pad": False}),
         (
-            "local-m has no Gaussian: that is local-p's, which needs it to train its predicted p_t "
-            "(local-m's p_t = t is fixed)",
+            N_("padded positions got weight: the window must also leave out the padding (`mask`)"),
+            {"pad": False},
+        ),
+        (
+            N_(
+                "local-m has no Gaussian: that is local-p's, which needs it to train its predicted p_t "
+                "(local-m's p_t = t is fixed)"
+            ),
             {"gaussian": True},
         ),
         (
-            "a window that lies wholly on padding leaves no visible position, and softmax over all -inf "
-            "is NaN: give such rows zero weights (attnlib.masked_softmax does, as does torch's fused kernel)",
+            N_(
+                "a window that lies wholly on padding leaves no visible position, and softmax over all -inf "
+                "is NaN: give such rows zero weights (attnlib.masked_softmax does, as does torch's fused "
+                "kernel)"
+            ),
             {"empty_rows_zero": False},
+        ),
+        (
+            N_(
+                "p_t = t even past the end of the source: a step whose window holds no position of the "
+                "source sees nothing and gets zero weights; do not move its window back into the sentence"
+            ),
+            {"clamp": True},
         ),
     ]
     return run_check(
-        "Exercise 9.3 — local-m: the window around p_t = t",
+        N_("Exercise 9.3 — local-m: the window around p_t = t"),
         student_fn,
         _reference_local_m,
         cases,
@@ -382,23 +440,37 @@ def _local_p_hints() -> dict[int, str]:
     concat = 2 * h * h + h + h  # nn.Linear(2 d_hid, d_hid) with its bias, and v
     right = predictor + concat
     return {
-        predictor: "local-p also holds the scorer it uses inside its window: here concat, an "
-        "nn.Linear(2 d_hid, d_hid) with its bias, and the vector v",
-        right - h * h: "p_t = S sigmoid(v_pᵀ tanh(W_p h_t)) has a matrix W_p before v_p: d_hid x d_hid more",
-        right - h: "one vector of d_hid numbers is missing: count v_p, the bias of concat's "
-        "nn.Linear(2 d_hid, d_hid) and concat's v, d_hid numbers each",
-        right + h: "one vector of d_hid numbers too many: neither W_p nor v_p has a bias (local-p's p_t has "
-        "none, in Luong's formula or in attnlib)",
-        predictor
-        + h
-        * h: "that is W_p, v_p and a general scorer's d_hid x d_hid, or concat's nn.Linear(2 d_hid, d_hid) "
-        "alone: local-p holds p_t's W_p and v_p AND, with score='concat', the concat scorer "
-        "(nn.Linear(2 d_hid, d_hid) with its bias, and v)",
-        right - h + h * h: "v_p is a vector: v_pᵀ tanh(W_p h_t) is one number per step, so v_p has d_hid "
-        "entries, not d_hid x d_hid",
-        right + 2 * d + 1: f"the window of 2D+1 = {2 * d + 1} positions is fixed by the half-window "
-        f"D={d}, a number you choose: neither D nor sigma = D/2 is a parameter",
-        right + 1: "sigma = D/2 is a fixed number, not a parameter; nor is S, the source length",
+        predictor: N_(
+            "local-p also holds the scorer it uses inside its window: here concat, an "
+            "nn.Linear(2 d_hid, d_hid) with its bias, and the vector v"
+        ),
+        right - h * h: N_(
+            "p_t = S sigmoid(v_pᵀ tanh(W_p h_t)) has a matrix W_p before v_p: d_hid x d_hid more"
+        ),
+        right - h: N_(
+            "one vector of d_hid numbers is missing: count v_p, the bias of concat's "
+            "nn.Linear(2 d_hid, d_hid) and concat's v, d_hid numbers each"
+        ),
+        right + h: N_(
+            "one vector of d_hid numbers too many: neither W_p nor v_p has a bias (local-p's p_t has "
+            "none, in Luong's formula or in attnlib)"
+        ),
+        predictor + h * h: N_(
+            "that is W_p, v_p and a general scorer's d_hid x d_hid, or concat's nn.Linear(2 d_hid, d_hid) "
+            "alone: local-p holds p_t's W_p and v_p AND, with score='concat', the concat scorer "
+            "(nn.Linear(2 d_hid, d_hid) with its bias, and v)"
+        ),
+        right - h + h * h: N_(
+            "v_p is a vector: v_pᵀ tanh(W_p h_t) is one number per step, so v_p has d_hid "
+            "entries, not d_hid x d_hid"
+        ),
+        right + 2 * d + 1: fmt(
+            "the window of 2D+1 = {size} positions is fixed by the half-window D={d}, a number you "
+            "choose: neither D nor sigma = D/2 is a parameter",
+            size=2 * d + 1,
+            d=d,
+        ),
+        right + 1: N_("sigma = D/2 is a fixed number, not a parameter; nor is S, the source length"),
     }
 
 
@@ -409,16 +481,12 @@ def local_p_parameters(n_parameters: Any) -> Verdict:
     """
     with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
         expected = count_parameters(LocalAttention(**LOCAL_P_CONFIG))
-    return check_answer(
-        "Exercise 9.4 — parameters of local-p",
-        n_parameters,
-        expected,
-        _local_p_hints().get(
-            whole_number(n_parameters),
-            "count every learned tensor: W_p (d_hid x d_hid) and v_p (d_hid) of p_t, then the concat "
-            "scorer's nn.Linear(2 d_hid, d_hid) with its bias, and its v",
-        ),
+    generic = N_(
+        "count every learned tensor: W_p (d_hid x d_hid) and v_p (d_hid) of p_t, then the concat "
+        "scorer's nn.Linear(2 d_hid, d_hid) with its bias, and its v"
     )
+    hint = _local_p_hints().get(whole_number(n_parameters), generic)
+    return check_answer(N_("Exercise 9.4 — parameters of local-p"), n_parameters, expected, hint)
 
 
 def _luong_decode(
@@ -496,61 +564,80 @@ def luong_decode(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     ``decoder(targets, hidden, cell, encoder_outputs, mask)``.
     """
     cases = [
-        _decode_case("one step, T=1: B=2, no padding", [5, 5], 5, steps=1, layers=1, seed=91),
-        _decode_case("T=3 steps: B=2, no padding", [5, 5], 5, steps=3, layers=1, seed=92),
-        _decode_case("T=4 steps: B=2, the second source padded (2 of 5 real)", [5, 2], 5, 4, 1, seed=93),
-        _decode_case("T=3 steps: B=2, two LSTM layers, padded sources", [6, 3], 6, 3, layers=2, seed=94),
+        _decode_case(N_("one step, T=1: B=2, no padding"), [5, 5], 5, steps=1, layers=1, seed=91),
+        _decode_case(N_("T=3 steps: B=2, no padding"), [5, 5], 5, steps=3, layers=1, seed=92),
+        _decode_case(N_("T=4 steps: B=2, the second source padded (2 of 5 real)"), [5, 2], 5, 4, 1, seed=93),
+        _decode_case(N_("T=3 steps: B=2, two LSTM layers, padded sources"), [6, 3], 6, 3, layers=2, seed=94),
     ]
     table = [
         (
-            "input feeding: after each step, `feed` becomes that step's attentional state h̃_t, which the "
-            "next step reads with its token; yours stays at zero",
+            N_(
+                "input feeding: after each step, `feed` becomes that step's attentional state h̃_t, which the "
+                "next step reads with its token; yours stays at zero"
+            ),
             {"feed_with": "zeros"},
         ),
         (
-            "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the LSTM's "
-            "own state h_t (the LSTM has that already, in `hidden`)",
+            N_(
+                "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the LSTM's "
+                "own state h_t (the LSTM has that already, in `hidden`)"
+            ),
             {"feed_with": "state"},
         ),
         (
-            "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the context c_t",
+            N_(
+                "feed the attentional state h̃_t = tanh(W_c[c_t; h_t]) into the next step, not the context c_t"
+            ),
             {"feed_with": "context"},
         ),
         (
-            "before the first step there is no h̃ yet: start from zeros, h̃_{-1} = 0, as LuongDecoder does "
-            "(not from the encoder's state hidden[-1])",
+            N_(
+                "before the first step there is no h̃ yet: start from zeros, h̃_{-1} = 0, as LuongDecoder does "
+                "(not from the encoder's state hidden[-1])"
+            ),
             {"first_feed": "state"},
         ),
         (
-            "carry the LSTM's NEW (hidden, cell) into the next step; yours starts every step from the "
-            "states that came in",
+            N_(
+                "carry the LSTM's NEW (hidden, cell) into the next step; yours starts every step from the "
+                "states that came in"
+            ),
             {"carry_state": False},
         ),
         (
-            "that is Bahdanau's order: the query must be the NEW top-layer state h_t, from the LSTM step "
-            "you just ran, not the state that came in",
+            N_(
+                "that is Bahdanau's order: the query must be the NEW top-layer state h_t, from the LSTM step "
+                "you just ran, not the state that came in"
+            ),
             {"new_query": False},
         ),
         (
-            "W_c was built for [c_t; h_t], context first: torch.cat((context, h_t), dim=1)",
+            N_("W_c was built for [c_t; h_t], context first: torch.cat((context, h_t), dim=1)"),
             {"context_first": False},
         ),
-        ("the attentional state is tanh(W_c [c_t; h_t]): the tanh is missing", {"squash": False}),
+        (N_("the attentional state is tanh(W_c [c_t; h_t]): the tanh is missing"), {"squash": False}),
         (
-            "predict from the attentional state h̃_t = tanh(W_c[c_t; h_t]), not from h_t: otherwise the "
-            "context never reaches the logits",
+            N_(
+                "predict from the attentional state h̃_t = tanh(W_c[c_t; h_t]), not from h_t: otherwise the "
+                "context never reaches the logits"
+            ),
             {"from_attentional": False},
         ),
         (
-            "the padding gets weight: mask the scores before the softmax (attnlib.masked_softmax, or "
-            "masked_fill with -inf where mask is False)",
+            N_(
+                "the padding gets weight: mask the scores before the softmax (attnlib.masked_softmax, or "
+                "masked_fill with -inf where mask is False)"
+            ),
             {"masked": False},
         ),
-        ("with two LSTM layers the query is the TOP layer's state, hidden[-1], not hidden[0]", {"layer": 0}),
-        ("stack the steps' logits along dim=1: (B, T, V), batch first", {"stack_dim": 0}),
+        (
+            N_("with two LSTM layers the query is the TOP layer's state, hidden[-1], not hidden[0]"),
+            {"layer": 0},
+        ),
+        (N_("stack the steps' logits along dim=1: (B, T, V), batch first"), {"stack_dim": 0}),
     ]
     return run_check(
-        "Exercise 9.5 — Luong's decoder with input feeding, every step",
+        N_("Exercise 9.5 — Luong's decoder with input feeding, every step"),
         student_fn,
         _reference_luong_decode,
         cases,

@@ -20,6 +20,7 @@ import torch
 from .. import causal_mask as _causal_mask
 from .. import length_mask, masked_softmax, scaled_dot_product_attention
 from .. import sliding_window_mask as _sliding_window_mask
+from ..i18n import N_
 from ._core import Case, Mistake, Verdict, as_numbers, generator, not_a_distribution, run_check
 from ._reach import own
 
@@ -95,7 +96,7 @@ def sliding_window_mask(student_fn: Callable[[int, int], torch.Tensor]) -> Verdi
         as_numbers(_sliding_window_mask, "add `.bool()`"),
     ]
     return run_check(
-        "Exercise 3.1 — a sliding-window mask",
+        N_("Exercise 3.1 — a sliding-window mask"),
         student_fn,
         _sliding_window_mask,
         cases,
@@ -161,11 +162,18 @@ def prefix_lm_mask(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> V
         ),
         as_numbers(_prefix_lm_mask, "drop the `.float()`/`.int()`"),
     ]
-    return run_check("Exercise 3.2 — a prefix-LM mask", student_fn, _prefix_lm_mask, cases, mistakes)
+    return run_check(N_("Exercise 3.2 — a prefix-LM mask"), student_fn, _prefix_lm_mask, cases, mistakes)
 
 
 def _naive_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _unshifted_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """exp of the scores, hidden ones zeroed, over the sum: zeros for a fully masked row, but no
+    maximum subtracted, so large scores overflow."""
+    e = torch.exp(scores) * mask
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
 
 
 def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Verdict:
@@ -186,6 +194,7 @@ def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch
             "left padding with a causal mask: two fully masked rows", (scores_6, _causal_mask(6) & left_pad)
         ),
         Case("every key masked", (scores_b, torch.zeros(2, 1, 5, dtype=torch.bool))),
+        Case("large scores around 1000, a padding mask", (1000.0 + scores_b, pad)),
     ]
     mistakes = [
         Mistake(
@@ -212,13 +221,19 @@ def masked_softmax_safe(student_fn: Callable[[torch.Tensor, torch.Tensor], torch
             "softmax over the wrong dimension: each query's weights over the keys sum to 1, dim=-1",
             lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0),
         ),
+        Mistake(
+            "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's maximum before exp "
+            "(softmax(x) equals softmax(x - max)), or fill the hidden scores with -inf and let "
+            "torch.softmax do it",
+            _unshifted_masked_softmax,
+        ),
         not_a_distribution(
             "each query's weights over the keys it may see sum to 1; only a row whose keys are all masked "
             "is all zeros"
         ),
     ]
     return run_check(
-        "Exercise 3.3 — masked softmax without NaN",
+        N_("Exercise 3.3 — masked softmax without NaN"),
         student_fn,
         masked_softmax,
         cases,

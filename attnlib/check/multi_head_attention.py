@@ -23,6 +23,7 @@ from torch import nn
 
 from .. import MultiHeadAttention, MultiHeadAttentionWrapper
 from ..evaluation import count_parameters
+from ..i18n import N_, fmt
 from ._core import (
     Case,
     Mistake,
@@ -114,7 +115,7 @@ def head_qkv_rows(student_fn: Callable[[torch.Tensor, int, int], torch.Tensor]) 
         ),
     ]
     return run_check(
-        "Exercise 5.1 — one head out of the fused projection",
+        N_("Exercise 5.1 — one head out of the fused projection"),
         student_fn,
         _reference_head_rows,
         cases,
@@ -176,7 +177,7 @@ def fuse_heads(student_fn: Callable[[list[torch.Tensor]], torch.Tensor]) -> Verd
         ),
     ]
     return run_check(
-        "Exercise 5.2 — merge the heads' weights", student_fn, _reference_fuse_heads, cases, mistakes
+        N_("Exercise 5.2 — merge the heads' weights"), student_fn, _reference_fuse_heads, cases, mistakes
     )
 
 
@@ -209,7 +210,9 @@ def head_score_matrices(student_fn: Callable[[torch.Tensor, int], torch.Tensor])
     """
     gen = generator(7)
     cases = [
-        Case(f"D={d}, Din={d_in}, H={h}", (torch.randn(3 * d, d_in, generator=gen), h))
+        Case(
+            fmt("D={d}, Din={d_in}, H={h}", d=d, d_in=d_in, h=h), (torch.randn(3 * d, d_in, generator=gen), h)
+        )
         for d, d_in, h in [(4, 4, 2), (6, 3, 3), (8, 8, 4), (4, 2, 1)]
     ]
 
@@ -219,37 +222,46 @@ def head_score_matrices(student_fn: Callable[[torch.Tensor, int], torch.Tensor])
 
     knobs = [
         (
-            "A_h is W_q,h^T W_k,h, shape (Din, Din): (Din, Dh) @ (Dh, Din). W_q,h W_k,h^T is (Dh, Dh) and "
-            "acts on the projected vectors, not on the tokens",
+            N_(
+                "A_h is W_q,h^T W_k,h, shape (Din, Din): (Din, Dh) @ (Dh, Din). W_q,h W_k,h^T is (Dh, Dh) "
+                "and "
+                "acts on the projected vectors, not on the tokens"
+            ),
             projected_product,
         ),
         (
-            "Attention divides every score by sqrt(Dh) (its `scale`): put that factor into A_h",
+            N_("Attention divides every score by sqrt(Dh) (its `scale`): put that factor into A_h"),
             lambda w, h: _score_matrices(w, h, width="none"),
         ),
         (
-            "the scale uses the head width Dh = D / H, not the model width D",
+            N_("the scale uses the head width Dh = D / H, not the model width D"),
             lambda w, h: _score_matrices(w, h, width="D"),
         ),
         (
-            "the query sits on the left, x A_h y^T: A_h = W_q,h^T W_k,h. Yours is its transpose, "
-            "W_k,h^T W_q,h, which scores the keys against the queries",
+            N_(
+                "the query sits on the left, x A_h y^T: A_h = W_q,h^T W_k,h. Yours is its transpose, "
+                "W_k,h^T W_q,h, which scores the keys against the queries"
+            ),
             lambda w, h: _score_matrices(w, h, pair=(1, 0)),
         ),
         (
-            "the fused rows are ALL queries, then ALL keys, then ALL values (exercise 5.1): view them "
-            "as (3, H, Dh, Din), not head by head as (H, 3, Dh, Din)",
+            N_(
+                "the fused rows are ALL queries, then ALL keys, then ALL values (exercise 5.1): view them "
+                "as (3, H, Dh, Din), not head by head as (H, 3, Dh, Din)"
+            ),
             lambda w, h: _score_matrices(w, h, layout="head"),
         ),
         (
-            "the scores use the query rows (role 0) and the key rows (role 1); the value rows (role 2) "
-            "only enter after the softmax",
+            N_(
+                "the scores use the query rows (role 0) and the key rows (role 1); the value rows (role 2) "
+                "only enter after the softmax"
+            ),
             lambda w, h: _score_matrices(w, h, pair=(0, 2)),
         ),
     ]
     mistakes = [Mistake(hint, wrong) for hint, wrong in knobs]
     return run_check(
-        "Exercise 5.3 — one score matrix per head",
+        N_("Exercise 5.3 — one score matrix per head"),
         student_fn,
         lambda w, h: _score_matrices(w, h),
         cases,
@@ -275,17 +287,33 @@ def _mha_hints() -> dict[int, str]:
     d_in, d, t, h = (MHA_CONFIG[k] for k in ("d_in", "d_out", "context_length", "num_heads"))
     qkv, out = 3 * (d_in * d + d), d * d + d  # W_query, W_key, W_value with biases; out_proj
     return {
-        qkv - 3 * d + out: "qkv_bias=True: W_query, W_key and W_value each have a bias of d_out numbers",
-        qkv: f"do not forget out_proj, an nn.Linear(d_out, d_out) after the heads; and every width "
-        f"after the input is d_out={d}, not d_in={d_in}",
-        qkv + d * d: "out_proj has its own bias (d_out numbers), whatever qkv_bias says",
-        4 * (d * d + d): f"W_query, W_key and W_value map d_in={d_in} inputs to d_out={d} outputs: "
-        f"{d_in} x {d} weights each, plus the bias",
-        3 * (d_in * (d // h) + d // h) + out: f"each of W_query, W_key, W_value maps to all {d} features "
-        f"({h} heads x {d // h}), not to one head's {d // h}",
-        h * (qkv + out): f"the heads split d_out into {h} slices of {d // h}; they share the projections "
-        "and add no parameters",
-        qkv + out + t * t: "the causal mask is a buffer, not a parameter: it is not trained",
+        qkv - 3 * d + out: N_("qkv_bias=True: W_query, W_key and W_value each have a bias of d_out numbers"),
+        qkv: fmt(
+            "do not forget out_proj, an nn.Linear(d_out, d_out) after the heads; and every width "
+            "after the input is d_out={d}, not d_in={d_in}",
+            d=d,
+            d_in=d_in,
+        ),
+        qkv + d * d: N_("out_proj has its own bias (d_out numbers), whatever qkv_bias says"),
+        4 * (d * d + d): fmt(
+            "W_query, W_key and W_value map d_in={d_in} inputs to d_out={d} outputs: {d_in} x {d} "
+            "weights each, plus the bias",
+            d_in=d_in,
+            d=d,
+        ),
+        3 * (d_in * (d // h) + d // h) + out: fmt(
+            "each of W_query, W_key, W_value maps to all {d} features ({h} heads x {dh}), not to "
+            "one head's {dh}",
+            d=d,
+            h=h,
+            dh=d // h,
+        ),
+        h * (qkv + out): fmt(
+            "the heads split d_out into {h} slices of {dh}; they share the projections and add no parameters",
+            h=h,
+            dh=d // h,
+        ),
+        qkv + out + t * t: N_("the causal mask is a buffer, not a parameter: it is not trained"),
     }
 
 
@@ -295,19 +323,31 @@ def _wrapper_hints() -> dict[int, str]:
     head = 3 * (d_in * dh + dh)  # one CausalAttention: W_query, W_key, W_value with biases
     d = h * dh
     return {
-        head: f"the wrapper holds num_heads={h} separate CausalAttention heads, each with its own "
-        f"three projections, each mapping to d_out={dh} (ONE head's width, not split {h} ways): count "
-        "one head, then multiply by the heads",
-        h * head + d * d + d: "the wrapper has no out_proj: it only concatenates its heads' outputs",
-        h * 3 * d_in * dh: "qkv_bias=True: every head's W_query, W_key and W_value has a bias of "
-        f"{dh} numbers",
-        h * 3 * (d_in * d + d): f"in the wrapper d_out is the width of ONE head ({dh} here, {h} x {dh} = "
-        f"{d} features in all), not the total width",
+        head: fmt(
+            "the wrapper holds num_heads={h} separate CausalAttention heads, each with its own "
+            "three projections, each mapping to d_out={dh} (ONE head's width, not split {h} "
+            "ways): count one head, then multiply by the heads",
+            h=h,
+            dh=dh,
+        ),
+        h * head + d * d + d: N_("the wrapper has no out_proj: it only concatenates its heads' outputs"),
+        h * 3 * d_in * dh: fmt(
+            "qkv_bias=True: every head's W_query, W_key and W_value has a bias of {dh} numbers", dh=dh
+        ),
+        h * 3 * (d_in * d + d): fmt(
+            "in the wrapper d_out is the width of ONE head ({dh} here, {h} x {dh} = {d} features "
+            "in all), not the total width",
+            dh=dh,
+            h=h,
+            d=d,
+        ),
     }
 
 
 #: The hint for a count that matches no typical slip.
-_GENERIC_COUNT = "count each nn.Linear(n_in, n_out): n_in * n_out weights, plus n_out biases if it has a bias"
+_GENERIC_COUNT = N_(
+    "count each nn.Linear(n_in, n_out): n_in * n_out weights, plus n_out biases if it has a bias"
+)
 
 
 def _count(cls: type, cfg: dict) -> int:
@@ -320,20 +360,20 @@ def mha_parameters(mha_parameters: object, wrapper_parameters: object) -> Verdic
     ``MultiHeadAttention(d_in=96, d_out=128, context_length=64, dropout=0.1, num_heads=8, qkv_bias=True)``
     and of ``MultiHeadAttentionWrapper`` with the same arguments but ``d_out=16`` (the width of one head).
     """
-    title = "Exercise 5.4 — parameters, with biases and with separate heads"
+    title = N_("Exercise 5.4 — parameters, with biases and with separate heads")
     if mha_parameters is ... or wrapper_parameters is ...:
         return predictions_not_yet(title)
     expected_mha = _count(MultiHeadAttention, MHA_CONFIG)
     expected_wrapper = _count(MultiHeadAttentionWrapper, WRAPPER_CONFIG)
     parts = [
         check_answer(
-            "parameters of MultiHeadAttention",
+            N_("parameters of MultiHeadAttention"),
             mha_parameters,
             expected_mha,
             _mha_hints().get(whole_number(mha_parameters), _GENERIC_COUNT),
         ),
         check_answer(
-            "parameters of MultiHeadAttentionWrapper",
+            N_("parameters of MultiHeadAttentionWrapper"),
             wrapper_parameters,
             expected_wrapper,
             _wrapper_hints().get(whole_number(wrapper_parameters), _GENERIC_COUNT),
@@ -342,8 +382,13 @@ def mha_parameters(mha_parameters: object, wrapper_parameters: object) -> Verdic
     return combined(
         title,
         parts,
-        f"right, MultiHeadAttention has {expected_mha} parameters and the wrapper {expected_wrapper}: "
-        "the same q, k, v weights and biases, cut into heads, plus out_proj in MultiHeadAttention only.",
+        fmt(
+            "right, MultiHeadAttention has {expected_mha} parameters and the wrapper "
+            "{expected_wrapper}: the same q, k, v weights and biases, cut into heads, plus "
+            "out_proj in MultiHeadAttention only.",
+            expected_mha=expected_mha,
+            expected_wrapper=expected_wrapper,
+        ),
     )
 
 
@@ -370,13 +415,13 @@ def _module_cases() -> list[Case]:
     gen = generator(55)
     cases = []
     for name, cfg, b, t, train in [
-        ("B=2, T=6, D_in=3, D=4, H=2", _config(3, 4, 6, 2), 2, 6, False),
-        ("B=1, T=5 < context_length=8, D_in=4, D=6, H=3", _config(4, 6, 8, 3), 1, 5, False),
-        ("B=3, T=4, D_in=5, D=8, H=4, qkv_bias=True", _config(5, 8, 4, 4, qkv_bias=True), 3, 4, False),
-        ("one head: H=1, T=3 < context_length=6", _config(4, 4, 6, 1), 2, 3, False),
-        ("one token: T=1", _config(3, 4, 6, 2), 2, 1, False),
-        ("dropout=0.3, eval mode", _config(3, 6, 8, 2, dropout=0.3), 2, 7, False),
-        ("train mode with dropout=0", _config(3, 4, 6, 2), 2, 5, True),
+        (N_("B=2, T=6, D_in=3, D=4, H=2"), _config(3, 4, 6, 2), 2, 6, False),
+        (N_("B=1, T=5 < context_length=8, D_in=4, D=6, H=3"), _config(4, 6, 8, 3), 1, 5, False),
+        (N_("B=3, T=4, D_in=5, D=8, H=4, qkv_bias=True"), _config(5, 8, 4, 4, qkv_bias=True), 3, 4, False),
+        (N_("one head: H=1, T=3 < context_length=6"), _config(4, 4, 6, 1), 2, 3, False),
+        (N_("one token: T=1"), _config(3, 4, 6, 2), 2, 1, False),
+        (N_("dropout=0.3, eval mode"), _config(3, 6, 8, 2, dropout=0.3), 2, 7, False),
+        (N_("train mode with dropout=0"), _config(3, 4, 6, 2), 2, 5, True),
     ]:
         x = torch.randn(b, t, cfg["d_in"], generator=gen)  # (B, T, Din)
         cases.append(Case(name, (cfg, x), {"train": True} if train else {}))
@@ -438,7 +483,7 @@ def _variant(
         return ref.out_proj(context) if out_proj else context
 
 
-_VIEW_HINT = (
+_VIEW_HINT = N_(
     "viewing the projections straight to (B, H, T, Dh) keeps the numbers in memory order, so a "
     "'head' gets pieces of several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
 )
@@ -447,39 +492,52 @@ _MODULE_SLIPS = [
     (_VIEW_HINT, {"split": "view", "merge": "reshape"}),
     (_VIEW_HINT, {"split": "view"}),
     (
-        "merging: reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens; transpose(1, 2) "
-        "back to (B, T, H, Dh) first, then reshape",
+        N_(
+            "merging: reshaping (B, H, T, Dh) straight to (B, T, D) mixes tokens; transpose(1, 2) "
+            "back to (B, T, H, Dh) first, then reshape"
+        ),
         {"merge": "reshape"},
     ),
     (
-        "the scores must be divided by sqrt(head_dim), the width of the dot products, before "
-        "softmax; you did not scale them",
+        N_(
+            "the scores must be divided by sqrt(head_dim), the width of the dot products, before "
+            "softmax; you did not scale them"
+        ),
         {"scale": "none"},
     ),
     (
-        "each head's dot products have head_dim = d_out / num_heads terms: divide by "
-        "sqrt(head_dim), not by sqrt(d_out)",
+        N_(
+            "each head's dot products have head_dim = d_out / num_heads terms: divide by "
+            "sqrt(head_dim), not by sqrt(d_out)"
+        ),
         {"scale": "d_out"},
     ),
-    ("scale the scores before softmax, not the weights after it", {"scale": "after"}),
+    (N_("scale the scores before softmax, not the weights after it"), {"scale": "after"}),
     ("the causal mask is missing: token i may only attend to tokens 0..i", {"mask": "none"}),
     (
-        "your mask hides the diagonal too, so token 0 sees nothing (nan): a token may attend to "
-        "itself. torch.triu(..., diagonal=1) marks exactly the future keys",
+        N_(
+            "your mask hides the diagonal too, so token 0 sees nothing (nan): a token may attend to "
+            "itself. torch.triu(..., diagonal=1) marks exactly the future keys"
+        ),
         {"mask": "diagonal_hidden"},
     ),
     (
-        "your mask is the wrong way round: attnlib.causal_mask is True where a token MAY attend, "
-        "so fill where it is False (~mask)",
+        N_(
+            "your mask is the wrong way round: attnlib.causal_mask is True where a token MAY attend, "
+            "so fill where it is False (~mask)"
+        ),
         {"mask": "inverted"},
     ),
     (
-        "softmax over the keys, the last axis (dim=-1): each query's weights must sum to 1",
+        N_("softmax over the keys, the last axis (dim=-1): each query's weights must sum to 1"),
         {"softmax_dim": -2},
     ),
-    ("softmax over the keys, the last axis (dim=-1): dim=1 of (B, H, T, T) is the heads", {"softmax_dim": 1}),
     (
-        "the output projection is missing: after merging the heads, return self.out_proj(context)",
+        N_("softmax over the keys, the last axis (dim=-1): dim=1 of (B, H, T, T) is the heads"),
+        {"softmax_dim": 1},
+    ),
+    (
+        N_("the output projection is missing: after merging the heads, return self.out_proj(context)"),
         {"out_proj": False},
     ),
 ]
@@ -490,26 +548,30 @@ def _unfit(module: nn.Module, cfg: dict) -> str | None:
 
     def hint(missing: set[str], extra: set[str]) -> str:
         if "out_proj.weight" in missing and not extra:
-            return "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
+            return N_(
+                "add the output projection, self.out_proj = nn.Linear(d_out, d_out): it mixes the heads"
+            )
         if missing == {"out_proj.bias"}:
-            return (
+            return N_(
                 "out_proj keeps nn.Linear's default bias=True; only W_query, W_key, W_value follow qkv_bias"
             )
         if {m.split(".")[1] for m in missing | extra} == {"bias"}:
-            return f"qkv_bias={cfg['qkv_bias']}: give W_query, W_key and W_value bias=qkv_bias"
+            return fmt(
+                "qkv_bias={qkv_bias}: give W_query, W_key and W_value bias=qkv_bias", qkv_bias=cfg["qkv_bias"]
+            )
         if missing or extra:
-            return (
+            return N_(
                 "the check copies attnlib's weights into yours, so it needs these names: self.W_query, "
                 "self.W_key, self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and "
                 "self.out_proj = nn.Linear(d_out, d_out)"
             )
-        return (
+        return N_(
             "W_query, W_key and W_value each map d_in to all d_out features (every head at once); "
             "the heads are cut out of their outputs in forward"
         )
 
     expected = parameter_shapes(_reference_module(cfg))
-    return parameters_problem(cfg, module, expected, "differ from attnlib.MultiHeadAttention's", hint)
+    return parameters_problem(cfg, module, expected, N_("differ from attnlib.MultiHeadAttention's"), hint)
 
 
 # Where dropout acts (train mode). The probe gives the module T one-hot tokens, values that write
@@ -518,22 +580,22 @@ def _unfit(module: nn.Module, cfg: dict) -> str | None:
 # weights zeroes both copies of a weight and scales both by 1/(1-p); anything else shows.
 _PROBE_T, _PROBE_H, _PROBE_P = 4, 2, 0.5
 _PROBE = _config(_PROBE_T, 2 * _PROBE_T * _PROBE_H, _PROBE_T + 2, _PROBE_H, dropout=_PROBE_P)
-_ON_OUTPUT = (
+_ON_OUTPUT = N_(
     "in train mode your dropout zeroes single numbers of the output (B, T, d_out), not whole attention "
     "weights.\n   hint: dropout belongs on the attention weights (B, H, T, T), right after the softmax "
     "(`self.dropout(attn_weights)`), not on the context or on the module's output"
 )
-_ON_SCORES = (
+_ON_SCORES = N_(
     "in train mode no attention weight is ever zeroed: each row still sums to 1.\n   hint: dropout on the "
     "scores before the softmax drops nothing, because the softmax renormalises (a score set to 0 still "
     "gets weight exp(0)); apply dropout to the weights, after the softmax"
 )
-_NO_RESCALE = (
+_NO_RESCALE = N_(
     "in train mode the weights dropout keeps are not scaled up.\n   hint: you drop weights without the "
     "rescale: scale the kept ones by 1/(1-p), as nn.Dropout does, so that each weight keeps its expected "
     "value"
 )
-_RENORMALISED = (
+_RENORMALISED = N_(
     "in train mode the weights dropout keeps sum to 1 again.\n   hint: dropout rescales the kept weights by "
     "1/(1-p) only; do not renormalise them"
 )
@@ -590,11 +652,14 @@ def _dropout_where(fitted: Callable[..., nn.Module]) -> str | None:
     rows = kept.any(dim=-1)  # (B, H, T): clean rows with a weight kept
     if torch.allclose(first.sum(dim=-1)[rows], torch.tensor(1.0), atol=1e-4):
         return _RENORMALISED
-    return (
-        f"in train mode with dropout={_PROBE_P} the weights dropout keeps are scaled by "
-        f"{float(ratio.median()):.3g}, not by 1/(1-p) = {1 / (1 - _PROBE_P):g}.\n   hint: divide the kept "
-        "weights by 1 - p, with p the constructor's `dropout` argument (nn.Dropout(dropout) does it), "
-        "and drop only once, on the weights"
+    return fmt(
+        "in train mode with dropout={p} the weights dropout keeps are scaled by {scale}, "
+        "not by 1/(1-p) = {rescale}.\n   hint: divide the kept weights by 1 - p, with p the "
+        "constructor's `dropout` argument (nn.Dropout(dropout) does it), and drop only once, "
+        "on the weights",
+        p=_PROBE_P,
+        scale=f"{float(ratio.median()):.3g}",
+        rescale=f"{1 / (1 - _PROBE_P):g}",
     )
 
 
@@ -602,7 +667,7 @@ def _dropout_where(fitted: Callable[..., nn.Module]) -> str | None:
 def _module_exercise() -> ModuleExercise:
     """Exercise 5.5's spec, built at its first check, not at import (which stays light)."""
     return ModuleExercise(
-        title="Exercise 5.5 — a multi-head attention module",
+        title=N_("Exercise 5.5 — a multi-head attention module"),
         check="multihead_module",
         example="MyMultiHeadAttention",
         init="(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
@@ -614,11 +679,15 @@ def _module_exercise() -> ModuleExercise:
         mistakes=slips(_variant, _MODULE_SLIPS),
         eval_probe=5,  # dropout=0.3, eval mode
         train_probe=Case("dropout=0.5", (_config(3, 4, 6, 2, dropout=0.5), randn(2, 6, 3, seed=56))),
-        no_dropout="dropout is missing: apply self.dropout = nn.Dropout(dropout) to the attention weights, "
-        "after softmax",
+        no_dropout=N_(
+            "dropout is missing: apply self.dropout = nn.Dropout(dropout) to the attention weights, "
+            "after softmax"
+        ),
         error_hints={
-            "< context_length": "this is a case with T shorter than context_length: if your mask is the "
-            "(context_length, context_length) buffer, cut it to the tokens there are, [:T, :T]"
+            "< context_length": N_(
+                "this is a case with T shorter than context_length: if your mask is the "
+                "(context_length, context_length) buffer, cut it to the tokens there are, [:T, :T]"
+            )
         },
         dropout_where=_dropout_where,
         forbidden=[own(MultiHeadAttention)],

@@ -17,6 +17,7 @@ import torch
 
 from .. import Decoder, Encoder, Seq2Seq
 from ..data import pad_sequences
+from ..i18n import N_, fmt
 from ._core import (
     Case,
     Mistake,
@@ -44,7 +45,7 @@ PAD_FORBIDDEN = (
     torch_api(
         "nn.utils.rnn.pad_sequence",
         (torch.nn.utils.rnn, "pad_sequence"),
-        hint="make the (N, T) tensor with torch.full and copy each sequence into the start of its row",
+        hint=N_("make the (N, T) tensor with torch.full and copy each sequence into the start of its row"),
     ),
 )
 
@@ -56,7 +57,7 @@ def pad_batch(student_fn: Callable[[list[list[int]], int], torch.Tensor]) -> Ver
     and every shorter row is filled up with ``pad_id`` after its real ids, as
     :func:`attnlib.data.pad_sequences` does.
     """
-    title = "Exercise 7.1 — pad a batch"
+    title = N_("Exercise 7.1 — pad a batch")
     cases = [
         Case("three sequences, pad_id=0", ([[5, 6, 7], [8, 9], [4]], 0)),
         Case("the longest sequence is not the first", ([[3, 4], [5, 6, 7, 8, 9], [10, 11, 12]], 0)),
@@ -129,7 +130,11 @@ def reverse_source(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> V
         ),
     ]
     return run_check(
-        "Exercise 7.2 — reverse the source, keep the padding", student_fn, _reversed_source, cases, mistakes
+        N_("Exercise 7.2 — reverse the source, keep the padding"),
+        student_fn,
+        _reversed_source,
+        cases,
+        mistakes,
     )
 
 
@@ -151,14 +156,19 @@ def _numbers_from_encoder(length: int) -> int:
 def _context_hint(answer: Any, length: int) -> str:
     h, layers = CONTEXT_MODEL["hidden_size"], CONTEXT_MODEL["num_layers"]
     hints = {
-        layers * h: "an LSTM hands over two states, hidden *and* cell: count both",
-        2 * h: f"each of the {layers} layers has its own hidden and cell state",
-        h: f"count every layer's hidden and cell state: two tensors of shape (L, B, d_hid) "
-        f"= ({layers}, 1, {h})",
-        4 * layers * h: "Seq2Seq.encode adds the two directions' final states: "
-        "(2L, B, d_hid) -> (L, B, d_hid)",
+        layers * h: N_("an LSTM hands over two states, hidden *and* cell: count both"),
+        2 * h: fmt("each of the {layers} layers has its own hidden and cell state", layers=layers),
+        h: fmt(
+            "count every layer's hidden and cell state: two tensors of shape (L, B, d_hid) = "
+            "({layers}, 1, {h})",
+            layers=layers,
+            h=h,
+        ),
+        4 * layers * h: N_(
+            "Seq2Seq.encode adds the two directions' final states: (2L, B, d_hid) -> (L, B, d_hid)"
+        ),
     }
-    generic = (
+    generic = N_(
         "Seq2Seq.encode hands the decoder `hidden` and `cell`, each (L, B, d_hid) after adding the two "
         "directions"
     )
@@ -167,7 +177,7 @@ def _context_hint(answer: Any, length: int) -> str:
     if answer in hints:
         return hints[answer]
     if answer and answer % length == 0:
-        return (
+        return N_(
             "the decoder without attention never sees the encoder outputs (one per position): only the "
             "final states reach it, and their size does not depend on the length"
         )
@@ -179,20 +189,23 @@ def context_size(numbers_for_5_digits: Any, numbers_for_50_digits: Any) -> Verdi
     ``Seq2Seq(Encoder(14, 32, 3), Decoder(14, 32, 3), "cpu")`` receives from the encoder for one
     source of 5 digits, and for one of 50 digits (``hidden`` and ``cell`` together).
     """
-    title = "Exercise 7.3 — the size of the bottleneck"
+    title = N_("Exercise 7.3 — the size of the bottleneck")
     if numbers_for_5_digits is ... or numbers_for_50_digits is ...:
         return predictions_not_yet(title)
     parts = [
-        check_answer(f"{n} digits", answer, _numbers_from_encoder(n), _context_hint(answer, n))
+        check_answer(fmt("{n} digits", n=n), answer, _numbers_from_encoder(n), _context_hint(answer, n))
         for n, answer in ((5, numbers_for_5_digits), (50, numbers_for_50_digits))
     ]
     notes = []
     if numbers_for_5_digits != numbers_for_50_digits:
-        notes.append("   (one more thing: the final state has the same size for every length)")
+        notes.append(N_("   (one more thing: the final state has the same size for every length)"))
     return combined(
         title,
         parts,
-        f"right, {_numbers_from_encoder(5)} numbers for 5 digits and for 50 alike: one fixed-size state, "
-        "whatever the length.",
+        fmt(
+            "right, {numbers} numbers for 5 digits and for 50 alike: one fixed-size state, "
+            "whatever the length.",
+            numbers=_numbers_from_encoder(5),
+        ),
         *notes,
     )

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim import adam
 
+from ..i18n import N_, tr
 from ..training import sequence_loss
 from ._core import Case, Mistake, Verdict, generator, run_check, seeded
 from ._reach import own, torch_api
@@ -37,20 +38,20 @@ GRU_FORBIDDEN = (
         (nn.GRUCell, "__init__"),
         (nn.GRUCell, "forward"),
         (torch, "gru_cell"),
-        hint="compute the gates from the formulas, with the weights you are given",
+        hint=N_("compute the gates from the formulas, with the weights you are given"),
     ),
     torch_api("nn.GRU", (nn.GRU, "__init__"), (nn.GRU, "forward"), (torch, "gru")),
 )
 CROSS_ENTROPY = torch_api(
     "F.cross_entropy",
     (F, "cross_entropy"),
-    hint="take log-probabilities with torch.log_softmax, then pick each gold token's entry",
+    hint=N_("take log-probabilities with torch.log_softmax, then pick each gold token's entry"),
 )
 #: F.nll_loss picks each gold token's -log p and averages them: the step exercise 6.2 asks for.
 NLL_LOSS = torch_api(
     "F.nll_loss",
     (F, "nll_loss"),
-    hint="pick each gold token's log-probability yourself (`.gather`) and average over the real tokens",
+    hint=N_("pick each gold token's log-probability yourself (`.gather`) and average over the real tokens"),
 )
 ADAM = torch_api(
     "torch.optim.Adam",
@@ -58,7 +59,7 @@ ADAM = torch_api(
     (torch.optim.Adam, "step"),
     (adam, "adam"),
     (torch.optim._functional, "adam"),
-    hint="keep m and v yourself and update them at every step, as the formulas say",
+    hint=N_("keep m and v yourself and update them at every step, as the formulas say"),
 )
 
 
@@ -135,10 +136,10 @@ def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         )
 
     cases = [
-        case("B=1, D=2, d_hid=2", 1, 2, 2),
-        case("B=3, D=4, d_hid=3", 3, 4, 3),
-        case("B=2, D=3, d_hid=5, larger weights", 2, 3, 5, scale=2.0),
-        case("B=2, D=3, d_hid=4, from h = 0", 2, 3, 4, zero_h=True),
+        case(N_("B=1, D=2, d_hid=2"), 1, 2, 2),
+        case(N_("B=3, D=4, d_hid=3"), 3, 4, 3),
+        case(N_("B=2, D=3, d_hid=5, larger weights"), 2, 3, 5, scale=2.0),
+        case(N_("B=2, D=3, d_hid=4, from h = 0"), 2, 3, 4, zero_h=True),
     ]
     mistakes = [
         Mistake(
@@ -175,7 +176,12 @@ def gru_cell(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 6.1 — a GRU cell", student_fn, _reference_gru_cell, cases, mistakes, forbidden=GRU_FORBIDDEN
+        N_("Exercise 6.1 — a GRU cell"),
+        student_fn,
+        _reference_gru_cell,
+        cases,
+        mistakes,
+        forbidden=GRU_FORBIDDEN,
     )
 
 
@@ -271,7 +277,7 @@ def sequence_cross_entropy(student_fn: Callable[..., Any]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 6.2 — cross-entropy over a padded batch",
+        N_("Exercise 6.2 — cross-entropy over a padded batch"),
         student_fn,
         _reference_loss,
         _loss_cases(),
@@ -330,7 +336,9 @@ class TwoSteps:
 
     def __repr__(self) -> str:
         losses = ", ".join(f"{v:.4f}" for v in self.losses.tolist())
-        return f"losses {losses}; parameters moved by {self.moved:.4f}"
+        return tr("losses {losses}; parameters moved by {moved}").format(
+            losses=losses, moved=f"{self.moved:.4f}"
+        )
 
 
 def _run_updates(
@@ -406,42 +414,48 @@ def accumulated_step(student_fn: Callable[..., Any]) -> Verdict:
         Case("three micro-batches of different sizes", (3, ((4, 1, 2), (3,), (2, 2)), 0.1)),
         Case("two micro-batches, clip=5.0", (4, ((3,), (1, 4, 2)), 5.0)),
     ]
-    weighting = (
+    weighting = N_(
         "weigh each micro-batch's mean loss by its share of all the real tokens (n_k / N): a sum or an "
         "average of the means gives a token of a small micro-batch more weight than the big batch would"
     )
     slips = [  # (hint, the knob of _update_variant that makes the slip)
-        ("return the loss of the whole update as a number", {"returns": "none"}),
+        (N_("return the loss of the whole update as a number"), {"returns": "none"}),
         (
-            "zero_grad() before every backward() throws away the micro-batches before the last: "
-            "clear the gradients once, before the first",
+            N_(
+                "zero_grad() before every backward() throws away the micro-batches before the last: "
+                "clear the gradients once, before the first"
+            ),
             {"zero": "each"},
         ),
         (
-            "the second update's gradients were added to the first's: backward() accumulates into "
-            ".grad, so clear it with optimizer.zero_grad() at the start of every update",
+            N_(
+                "the second update's gradients were added to the first's: backward() accumulates into "
+                ".grad, so clear it with optimizer.zero_grad() at the start of every update"
+            ),
             {"zero": "never"},
         ),
-        ("one update means one optimizer.step(), after the last micro-batch", {"step": "each"}),
+        (N_("one update means one optimizer.step(), after the last micro-batch"), {"step": "each"}),
         (weighting, {"weight": "none"}),
         (weighting, {"weight": "batches"}),
         (
-            "clip once, the whole accumulated gradient, after the last backward() and before step()",
+            N_("clip once, the whole accumulated gradient, after the last backward() and before step()"),
             {"clip_at": "each"},
         ),
         (
-            "the step used unclipped gradients: clip_grad_norm_ after the last backward(), before step()",
+            N_("the step used unclipped gradients: clip_grad_norm_ after the last backward(), before step()"),
             {"clip_at": "none"},
         ),
         (
-            "the gradient is right, the returned loss is the last micro-batch's: return the loss of the "
-            "whole update, the same token-weighted mean",
+            N_(
+                "the gradient is right, the returned loss is the last micro-batch's: return the loss of the "
+                "whole update, the same token-weighted mean"
+            ),
             {"returns": "last"},
         ),
     ]
     mistakes = [Mistake(hint, wrap(_update_variant(**knob))) for hint, knob in slips]
     return run_check(
-        "Exercise 6.3 — one update from several micro-batches",
+        N_("Exercise 6.3 — one update from several micro-batches"),
         wrap(student_fn),
         wrap(_update_variant()),
         cases,
@@ -547,7 +561,7 @@ def adam_steps(student_fn: Callable[..., Any]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 6.4 — Adam, step by step",
+        N_("Exercise 6.4 — Adam, step by step"),
         student_fn,
         _reference_adam,
         _adam_cases(),

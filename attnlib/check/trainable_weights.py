@@ -20,6 +20,7 @@ import torch
 
 from .. import SelfAttention, SelfAttentionV1
 from .. import scaled_dot_product_attention as _sdpa
+from ..i18n import N_, fmt, tr
 from ._core import (
     FAIL,
     Case,
@@ -101,23 +102,31 @@ def cross_attention(
     ]
     roles = [  # (hint, which input each of the queries, keys and values is projected from)
         (
-            "the roles are swapped: the queries are projections of `x_q` (the tokens that ask), the "
-            "keys and values projections of `x_kv` (the tokens that are read)",
+            N_(
+                "the roles are swapped: the queries are projections of `x_q` (the tokens that ask), the "
+                "keys and values projections of `x_kv` (the tokens that are read)"
+            ),
             ("kv", "q", "q"),
         ),
         (
-            "this is self-attention on `x_q`: in cross-attention the keys and the values are "
-            "projections of `x_kv`",
+            N_(
+                "this is self-attention on `x_q`: in cross-attention the keys and the values are "
+                "projections of `x_kv`"
+            ),
             ("q", "q", "q"),
         ),
         (
-            "the values must come from the same tokens as the keys (`x_kv`): the weight of key j "
-            "mixes in value j",
+            N_(
+                "the values must come from the same tokens as the keys (`x_kv`): the weight of key j "
+                "mixes in value j"
+            ),
             ("q", "kv", "q"),
         ),
         (
-            "the keys come from `x_kv`: the queries are matched against the tokens being read, "
-            "not against themselves",
+            N_(
+                "the keys come from `x_kv`: the queries are matched against the tokens being read, "
+                "not against themselves"
+            ),
             ("q", "q", "kv"),
         ),
     ]
@@ -138,8 +147,11 @@ def cross_attention(
         ),
         *(
             Mistake(
-                f"you scaled by the width of the input `{name}`; the scale comes from the width Dk of the "
-                "*projected* queries and keys, `W_key.shape[-1]`",
+                fmt(
+                    "you scaled by the width of the input `{name}`; the scale comes from the width Dk of "
+                    "the *projected* queries and keys, `W_key.shape[-1]`",
+                    name=name,
+                ),
                 lambda *args, i=i: _cross_attention(*args, scale=1.0 / math.sqrt(args[i].shape[-1])),
             )
             for i, name in enumerate(("x_q", "x_kv"))
@@ -151,7 +163,7 @@ def cross_attention(
         ),
     ]
     return run_check(
-        "Exercise 2.1 — cross-attention with projections", student_fn, _cross_attention, cases, mistakes
+        N_("Exercise 2.1 — cross-attention with projections"), student_fn, _cross_attention, cases, mistakes
     )
 
 
@@ -200,7 +212,7 @@ def fixed_self_attention(
         ),
     ]
     return run_check(
-        "Exercise 2.2 — find the bug",
+        N_("Exercise 2.2 — find the bug"),
         student_fn,
         _self_attention,
         cases,
@@ -215,36 +227,44 @@ def cross_attention_shapes(context_shape: Any, weights_shape: Any) -> Verdict:
     ``query`` ``(3, 4, 16)``, ``key`` ``(3, 9, 16)``, ``value`` ``(3, 9, 40)``; give each
     shape as a tuple, e.g. ``(1, 2, 3)``.
     """
-    title = "Exercise 2.3 — predict the shapes"
+    title = N_("Exercise 2.3 — predict the shapes")
     query, key, value = torch.zeros(3, 4, 16), torch.zeros(3, 9, 16), torch.zeros(3, 9, 40)
     context, weights = _sdpa(query, key, value)
     expected_context, expected_weights = tuple(context.shape), tuple(weights.shape)
     if context_shape is ... or weights_shape is ...:
         return predictions_not_yet(title)
     context_hints = {
-        (3, 9, 40): "the context has one row per *query* (Tq=4), not per key",
-        (3, 4, 16): "each context row is a weighted sum of *value* rows, so its width is Dv=40",
+        (3, 9, 40): N_("the context has one row per *query* (Tq=4), not per key"),
+        (3, 4, 16): N_("each context row is a weighted sum of *value* rows, so its width is Dv=40"),
         (3, 9, 16): "one row per query (Tq=4), each as wide as a value (Dv=40)",
     }
     weights_hints = {
-        (3, 9, 4): "the weights are (B, Tq, Tk): one row per query, one column per key",
-        (3, 4, 4): "queries and keys need not be equally many: one column per key (Tk=9)",
+        (3, 9, 4): N_("the weights are (B, Tq, Tk): one row per query, one column per key"),
+        (3, 4, 4): N_("queries and keys need not be equally many: one column per key (Tk=9)"),
         (3, 9, 9): "one row per query (Tq=4), one column per key (Tk=9)",
-        (3, 4, 16): "the weights compare queries with keys: (B, Tq, Tk), the width Dk is summed away",
+        (3, 4, 16): N_("the weights compare queries with keys: (B, Tq, Tk), the width Dk is summed away"),
     }
     parts = [
         check_answer(
-            "context", _as_tuple(context_shape), expected_context, _hint(context_shape, context_hints)
+            N_("context"), _as_tuple(context_shape), expected_context, _hint(context_shape, context_hints)
         ),
         check_answer(
-            "weights", _as_tuple(weights_shape), expected_weights, _hint(weights_shape, weights_hints)
+            N_("weights"), _as_tuple(weights_shape), expected_weights, _hint(weights_shape, weights_hints)
         ),
     ]
-    return combined(title, parts, f"right, context {expected_context} and weights {expected_weights}.")
+    return combined(
+        title,
+        parts,
+        fmt(
+            "right, context {expected_context} and weights {expected_weights}.",
+            expected_context=expected_context,
+            expected_weights=expected_weights,
+        ),
+    )
 
 
 _ENTROPY_CHOICES = ("a", "b", "c", "d")
-_NO_OVERFLOW = (
+_NO_OVERFLOW = N_(
     "torch's softmax subtracts each row's maximum before `exp` (exercise 1.1), so large scores never overflow"
 )
 
@@ -257,24 +277,32 @@ def drop_the_scale(unscaled_entropy: Any, scaled_entropy: Any) -> Verdict:
     towards 0, or (d) becomes NaN. ``unscaled_entropy`` is the answer for the raw dot products
     (``scale=1.0``), ``scaled_entropy`` for the scores divided by ``sqrt(d_k)``; each a letter.
     """
-    title = "Exercise 2.4 — ablation: drop the √d_k"
+    title = N_("Exercise 2.4 — ablation: drop the √d_k")
     if unscaled_entropy is ... or scaled_entropy is ...:
         return predictions_not_yet(title)
     unscaled_hints = {
-        "a": "larger scores do not make the weights flatter: softmax turns a wider spread of "
-        "scores into sharper weights (try a large factor in the temperature explorer)",
-        "b": "without the scale the variance of the scores grows like d_k (the first experiment), "
-        "so the weights cannot stay the same",
+        "a": N_(
+            "larger scores do not make the weights flatter: softmax turns a wider spread of "
+            "scores into sharper weights (try a large factor in the temperature explorer)"
+        ),
+        "b": N_(
+            "without the scale the variance of the scores grows like d_k (the first experiment), "
+            "so the weights cannot stay the same"
+        ),
         "d": _NO_OVERFLOW,
     }
     scaled_hints = {
-        "a": "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k",
-        "c": "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k",
+        "a": N_(
+            "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k"
+        ),
+        "c": N_(
+            "with the scale the scores have variance 1 for every d_k, so the weights hardly depend on d_k"
+        ),
         "d": _NO_OVERFLOW,
     }
     parts = [
-        _choice("without the scale", unscaled_entropy, "c", unscaled_hints),
-        _choice("with the scale", scaled_entropy, "b", scaled_hints),
+        _choice(N_("without the scale"), unscaled_entropy, "c", unscaled_hints),
+        _choice(N_("with the scale"), scaled_entropy, "b", scaled_hints),
     ]
     return combined(
         title,
@@ -288,7 +316,11 @@ def _choice(title: str, answer: Any, expected: str, hints: dict[str, str]) -> Ve
     letter = answer.strip().lower() if isinstance(answer, str) else answer
     if letter not in _ENTROPY_CHOICES:
         return Verdict(
-            False, f'{FAIL} {title}: answer with one letter, "a", "b", "c" or "d"; got {answer!r}.'
+            False,
+            f"{FAIL} "
+            + tr('{title}: answer with one letter, "a", "b", "c" or "d"; got {answer}.').format(
+                title=tr(title), answer=repr(answer)
+            ),
         )
     return check_answer(title, letter, expected, hints.get(letter, ""))
 
@@ -298,7 +330,7 @@ def _as_tuple(shape: Any) -> Any:
 
 
 def _hint(answer: Any, hints: dict[tuple[int, ...], str]) -> str:
-    default = "query (B, Tq, Dk), key (B, Tk, Dk), value (B, Tk, Dv): follow the two matmuls"
+    default = N_("query (B, Tq, Dk), key (B, Tk, Dk), value (B, Tk, Dv): follow the two matmuls")
     try:
         return hints.get(_as_tuple(answer), default)
     except TypeError:  # an unhashable answer, e.g. a tuple holding a list

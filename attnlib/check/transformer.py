@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import Transformer
+from ..i18n import N_, fmt
 from ._core import (
     Case,
     Mistake,
@@ -74,13 +75,13 @@ def beam_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.
             "B=1, K=2, V=4: the two best extend the same beam", (torch.tensor([[-0.2, -2.5]]), two_from_one)
         ),
         _beam_case(
-            "the first step: one live beam, scores [0, -inf, -inf], V=6",
+            N_("the first step: one live beam, scores [0, -inf, -inf], V=6"),
             torch.tensor([[0.0, float("-inf"), float("-inf")]]),
             6,
             seed=102,
         ),
-        _beam_case("B=2, K=3, V=7", torch.tensor([[-1.2, -1.9, -2.3], [-0.4, -0.6, -3.0]]), 7, seed=103),
-        _beam_case("one beam, K=1: greedy decoding", torch.tensor([[-0.7]]), 5, seed=101),
+        _beam_case(N_("B=2, K=3, V=7"), torch.tensor([[-1.2, -1.9, -2.3], [-0.4, -0.6, -3.0]]), 7, seed=103),
+        _beam_case(N_("one beam, K=1: greedy decoding"), torch.tensor([[-0.7]]), 5, seed=101),
     ]
 
     def flat(s, lp):
@@ -139,7 +140,7 @@ def beam_step(student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.
         Mistake("log-probabilities add up (the probabilities multiply): scores + log_probs", multiplied),
     ]
     return run_check(
-        "Exercise 11.1 — one step of beam search", student_fn, _reference_beam_step, cases, mistakes
+        N_("Exercise 11.1 — one step of beam search"), student_fn, _reference_beam_step, cases, mistakes
     )
 
 
@@ -161,20 +162,27 @@ def attention_map_count(answer: Any) -> Verdict:
     ``model.attention_weights()`` holds for one example of
     ``Transformer(V, V, dim=64, n_heads=8, n_layers=2, hidden_dim=128)``.
     """
-    title = "Exercise 11.2 — count the attention maps"
+    title = N_("Exercise 11.2 — count the attention maps")
     expected = _attention_maps_per_example()
     h, layers = MAPS_MODEL["n_heads"], MAPS_MODEL["n_layers"]
-    kinds = "encoder self-attention, decoder (masked) self-attention and cross-attention"
+    kinds = fmt("encoder self-attention, decoder (masked) self-attention and cross-attention")
     hints = {
-        layers * h: f"a map per layer and head, yes, but of three kinds: {kinds}",
-        2 * layers * h: f"a decoder layer has *two* attentions (masked self and cross): three kinds, {kinds}",
-        3 * layers: f"each of the {h} heads has its own map",
-        3 * h: f"every layer has its own {h} heads: count the {layers} layers too",
-        4 * layers * h: "the encoder layer has one attention, the decoder layer two: three kinds, not four",
-        6 * layers * h: f"n_layers={layers} means {layers} encoder and {layers} decoder layers, not {layers} "
-        "of each per side",
+        layers * h: fmt("a map per layer and head, yes, but of three kinds: {kinds}", kinds=kinds),
+        2 * layers * h: fmt(
+            "a decoder layer has *two* attentions (masked self and cross): three kinds, {kinds}", kinds=kinds
+        ),
+        3 * layers: fmt("each of the {h} heads has its own map", h=h),
+        3 * h: fmt("every layer has its own {h} heads: count the {layers} layers too", h=h, layers=layers),
+        4 * layers * h: N_(
+            "the encoder layer has one attention, the decoder layer two: three kinds, not four"
+        ),
+        6 * layers * h: fmt(
+            "n_layers={layers} means {layers} encoder and {layers} decoder layers, not {layers} "
+            "of each per side",
+            layers=layers,
+        ),
     }
-    generic = f"count layers x heads for each kind: {kinds}"
+    generic = fmt("count layers x heads for each kind: {kinds}", kinds=kinds)
     return check_answer(title, answer, expected, hints.get(whole_number(answer), generic))
 
 
@@ -240,31 +248,39 @@ def greedy_vs_beam(greedy_output: Any, beam_output: Any) -> Verdict:
     """Exercise 11.3 (prediction): what greedy decoding and beam search with ``K = 2`` write for
     the toy table :data:`NEXT_TOKEN` (the letters before ``<eos>``, e.g. ``"ab"``).
     """
-    title = "Exercise 11.3 — greedy versus beam search"
+    title = N_("Exercise 11.3 — greedy versus beam search")
     if greedy_output is ... or beam_output is ...:
         return predictions_not_yet(title)
     greedy, beam = _decode_table(None), _decode_table(2)
     greedy_answer, beam_answer = _as_letters(greedy_output), _as_letters(beam_output)
     greedy_hint = (
-        "after 'a' the most likely next token is <eos> (0.4, more than 0.3 for a or b)"
+        N_("after 'a' the most likely next token is <eos> (0.4, more than 0.3 for a or b)")
         if isinstance(greedy_answer, str) and greedy_answer.startswith("a")
-        else "greedy takes the most likely token at every step and never looks back: after <sos> that is "
-        "'a' (0.5)"
+        else N_(
+            "greedy takes the most likely token at every step and never looks back: after <sos> that is "
+            "'a' (0.5)"
+        )
     )
-    beam_hint = (
+    beam_hint = N_(
         "after step 1 the two beams are 'a' (0.5) and 'b' (0.4); then whole sequences compete: "
         "a <eos> = 0.5 x 0.4 = 0.2, but b <eos> = 0.4 x 0.9 = 0.36"
     )
     parts = [
-        check_answer("greedy", greedy_answer, greedy, greedy_hint),
-        check_answer("beam search, K=2", beam_answer, beam, beam_hint),
+        check_answer(N_("greedy"), greedy_answer, greedy, greedy_hint),
+        check_answer(N_("beam search, K=2"), beam_answer, beam, beam_hint),
     ]
     p_greedy, p_beam = _sequence_probability(greedy), _sequence_probability(beam)
     return combined(
         title,
         parts,
-        f"right, greedy writes {greedy!r} (probability {p_greedy:.2f}) and beam search finds {beam!r} "
-        f"({p_beam:.2f}): the best first token is not always the start of the best sequence.",
+        fmt(
+            "right, greedy writes {greedy} (probability {p_greedy}) and beam search finds {beam} "
+            "({p_beam}): the best first token is not always the start of the best sequence.",
+            greedy=repr(greedy),
+            p_greedy=f"{p_greedy:.2f}",
+            beam=repr(beam),
+            p_beam=f"{p_beam:.2f}",
+        ),
     )
 
 
@@ -366,13 +382,15 @@ def _number_as_tensor(student_fn: Any) -> Any:
 CROSS_ENTROPY = torch_api(
     "F.cross_entropy",
     (F, "cross_entropy"),
-    hint="mix the target's -log p and the mean -log p over the vocabulary, from torch.log_softmax",
+    hint=N_("mix the target's -log p and the mean -log p over the vocabulary, from torch.log_softmax"),
 )
 #: F.nll_loss picks the target's -log p: the first half of the smoothed loss, which 11.4 asks for.
 NLL_LOSS = torch_api(
     "F.nll_loss",
     (F, "nll_loss"),
-    hint="pick the target's log-probability yourself (`.gather`), then mix in the mean over the vocabulary",
+    hint=N_(
+        "pick the target's log-probability yourself (`.gather`), then mix in the mean over the vocabulary"
+    ),
 )
 
 
@@ -383,59 +401,79 @@ def label_smoothed_loss(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     ``F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), label_smoothing=eps, ignore_index=pad_id)``.
     """
     cases = [
-        _smoothing_case("B=1, T=4, V=5, no padding, eps=0.1", 1, 4, 5, [4], 0.1, 0, seed=111),
+        _smoothing_case(N_("B=1, T=4, V=5, no padding, eps=0.1"), 1, 4, 5, [4], 0.1, 0, seed=111),
         _smoothing_case(
-            "B=2, T=5, V=6, the second target padded after 2 tokens", 2, 5, 6, [5, 2], 0.1, 0, seed=112
+            N_("B=2, T=5, V=6, the second target padded after 2 tokens"), 2, 5, 6, [5, 2], 0.1, 0, seed=112
         ),
         _smoothing_case(
-            "B=3, T=6, V=7, pad_id=3, eps=0.25, three lengths", 3, 6, 7, [6, 1, 4], 0.25, 3, seed=113
+            N_("B=3, T=6, V=7, pad_id=3, eps=0.25, three lengths"), 3, 6, 7, [6, 1, 4], 0.25, 3, seed=113
         ),
         _smoothing_case(
-            "logits in the hundreds (exp overflows)", 2, 4, 6, [4, 3], 0.1, 0, seed=114, scale=100.0
+            N_("logits in the hundreds (exp overflows)"), 2, 4, 6, [4, 3], 0.1, 0, seed=114, scale=100.0
         ),
     ]
     mistakes = slips(
         _smoothed_loss,
         [
             (
-                "PyTorch spreads eps uniformly over all V classes, the target included: the target gets "
-                "1 - eps + eps/V and every other class eps/V (you spread eps over the V - 1 other classes)",
+                N_(
+                    "PyTorch spreads eps uniformly over all V classes, the target included: the target gets "
+                    "1 - eps + eps/V and every other class eps/V (you spread eps over the V - 1 other "
+                    "classes)"
+                ),
                 {"spread_over_others": True},
             ),
             (
-                "the smoothed target is (1 - eps) * one-hot + eps/V on every class: weight the target's "
-                "-log p by 1 - eps",
+                N_(
+                    "the smoothed target is (1 - eps) * one-hot + eps/V on every class: weight the target's "
+                    "-log p by 1 - eps"
+                ),
                 {"weight_target": False},
             ),
             (
-                "positions whose target is pad_id must not count: leave them out of the sum and out of the "
-                "count (`keep = target != pad_id`)",
+                N_(
+                    "positions whose target is pad_id must not count: leave them out of the sum and out of "
+                    "the "
+                    "count (`keep = target != pad_id`)"
+                ),
                 {"ignore_pad": False},
             ),
             (
-                "you left the padding out of the sum but not out of the count: divide by the number of "
-                "non-padding positions (`keep.sum()`), not by B * T",
+                N_(
+                    "you left the padding out of the sum but not out of the count: divide by the number of "
+                    "non-padding positions (`keep.sum()`), not by B * T"
+                ),
                 {"divide_by_all": True},
             ),
             (
-                "average over all non-padding tokens of the batch at once, not per sequence and then over "
-                "the sequences: F.cross_entropy's mean weights every token the same, whatever its sequence's "
-                "length",
+                N_(
+                    "average over all non-padding tokens of the batch at once, not per sequence and then "
+                    "over "
+                    "the sequences: F.cross_entropy's mean weights every token the same, whatever its "
+                    "sequence's "
+                    "length"
+                ),
                 {"per_sequence": True},
             ),
             (
-                "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: log(softmax(x)) gives "
-                "log(0) = -inf once a probability underflows to 0",
+                N_(
+                    "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: log(softmax(x)) gives "
+                    "log(0) = -inf once a probability underflows to 0"
+                ),
                 {"log_of_softmax": True},
             ),
             (
-                "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: exp of a large logit "
-                "overflows to inf (and inf / inf is nan); log_softmax subtracts the largest logit first",
+                N_(
+                    "take log-probabilities with `torch.log_softmax(logits, dim=-1)`: exp of a large logit "
+                    "overflows to inf (and inf / inf is nan); log_softmax subtracts the largest logit first"
+                ),
                 {"naive_exp": True},
             ),
             (
-                "the uniform part puts eps/V on each class: average -log p over the V classes "
-                "(`.mean(dim=-1)`), do not sum it",
+                N_(
+                    "the uniform part puts eps/V on each class: average -log p over the V classes "
+                    "(`.mean(dim=-1)`), do not sum it"
+                ),
                 {"sum_over_classes": True},
             ),
         ],
@@ -446,7 +484,7 @@ def label_smoothed_loss(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         lambda logits, target, eps, pad_id: _smoothed_loss(logits, target, 0.0, pad_id),
     )
     return run_check(
-        "Exercise 11.4 — label-smoothed cross-entropy",
+        N_("Exercise 11.4 — label-smoothed cross-entropy"),
         _number_as_tensor(student_fn),
         _reference_smoothed_loss,
         cases,

@@ -40,6 +40,7 @@ from .. import (
     combine_masks,
     length_mask,
 )
+from ..i18n import N_, fmt, tr
 from ._core import (
     FAIL,
     Case,
@@ -118,11 +119,11 @@ def shift_matrix(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
         Case("k=5, D=16", (5, 16)),
         Case("k=0, D=6: no shift", (0, 6)),
     ]
-    back = (
+    back = N_(
         "your matrix moves k positions *back*: it is M_(-k), the transpose of M_k. Take column "
         "vectors, PE[p + k] = M_k PE[p], and write row i from sin(a + b) = sin a cos b + cos a sin b"
     )
-    paired = (
+    paired = N_(
         "that is R_k of the section above, for the table whose pairs sit side by side (2i, 2i+1). "
         "Here the sines come first: pair i is column i and column D/2 + i"
     )
@@ -131,23 +132,30 @@ def shift_matrix(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
         (back, {"sign": -1.0}),  # before the next: the same for D=2
         (paired, {"paired": True, "sign": -1.0}),
         (
-            "each pair turns at its own speed w_i = 1 / 10000^(2i/D): the same angle for every pair "
-            "fits only pair 0",
+            N_(
+                "each pair turns at its own speed w_i = 1 / 10000^(2i/D): the same angle for every pair "
+                "fits only pair 0"
+            ),
             {"unit_speed": True},
         ),
-        ("that matrix moves one position: k positions turn pair i by the angle k w_i", {"one_step": True}),
         (
-            "w_i = 1 / 10000^(2i/D): with torch.arange(D // 2) multiply by 2 (torch.arange(0, D, 2) "
-            "already holds 2i)",
+            N_("that matrix moves one position: k positions turn pair i by the angle k w_i"),
+            {"one_step": True},
+        ),
+        (
+            N_(
+                "w_i = 1 / 10000^(2i/D): with torch.arange(D // 2) multiply by 2 (torch.arange(0, D, 2) "
+                "already holds 2i)"
+            ),
             {"pair_exponent": 1.0},
         ),
         (
-            "w_i = 1 / 10000^(2i/D): torch.arange(0, D, 2) already holds 2i, do not double it",
+            N_("w_i = 1 / 10000^(2i/D): torch.arange(0, D, 2) already holds 2i, do not double it"),
             {"pair_exponent": 4.0},
         ),
     ]
     mistakes = slips(_shift, table)
-    return run_check("Exercise 10.1 — k positions later is a matrix", student_fn, _shift, cases, mistakes)
+    return run_check(N_("Exercise 10.1 — k positions later is a matrix"), student_fn, _shift, cases, mistakes)
 
 
 def _reference_rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
@@ -194,43 +202,52 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
     the mean over each token's ``D`` features, no shift. As ``torch.nn.functional.rms_norm``.
     """
     cases = [
-        _rms_case("(B, T, D) = (2, 3, 8), eps=1e-6", (2, 3, 8), 1e-6, seed=91),
-        _rms_case("features around 5, eps=1e-6", (2, 4, 6), 1e-6, seed=92, offset=5.0),
-        _rms_case("tokens of D=4 features, a large eps=0.5", (3, 2, 4), 0.5, seed=93, offset=0.5),
-        _rms_case("(T, D) = (5, 3), no batch axis, eps=1e-5", (5, 3), 1e-5, seed=94),
+        _rms_case(N_("(B, T, D) = (2, 3, 8), eps=1e-6"), (2, 3, 8), 1e-6, seed=91),
+        _rms_case(N_("features around 5, eps=1e-6"), (2, 4, 6), 1e-6, seed=92, offset=5.0),
+        _rms_case(N_("tokens of D=4 features, a large eps=0.5"), (3, 2, 4), 0.5, seed=93, offset=0.5),
+        _rms_case(N_("(T, D) = (5, 3), no batch axis, eps=1e-5"), (5, 3), 1e-5, seed=94),
     ]
-    wrong_dim = (
+    wrong_dim = N_(
         "normalise each token on its own: the mean of the squares over the last dimension only "
         "(dim=-1, keepdim=True)"
     )
     first = [  # (hint, the knobs of _rms that make the slip)
         (
-            "you centred the token (subtracted its mean): that is LayerNorm. RMSNorm drops the re-centring "
-            "everywhere, in the numerator and in the spread",
+            N_(
+                "you centred the token (subtracted its mean): that is LayerNorm. RMSNorm drops the "
+                "re-centring "
+                "everywhere, in the numerator and in the spread"
+            ),
             {"centred": True, "centred_numerator": True},
         ),
         (
-            "the variance measures the spread around the mean; with the mean dropped, measure it around 0: "
-            "the mean of x ** 2 (and divide x itself, not x - mean)",
+            N_(
+                "the variance measures the spread around the mean; with the mean dropped, measure it "
+                "around 0: "
+                "the mean of x ** 2 (and divide x itself, not x - mean)"
+            ),
             {"centred": True},
         ),
     ]
     then = [
-        ("the numerator is x itself: RMSNorm subtracts no mean anywhere", {"centred_numerator": True}),
+        (N_("the numerator is x itself: RMSNorm subtracts no mean anywhere"), {"centred_numerator": True}),
         (
-            "eps goes inside the square root: x / sqrt(mean(x ** 2) + eps), as in LayerNorm",
+            N_("eps goes inside the square root: x / sqrt(mean(x ** 2) + eps), as in LayerNorm"),
             {"eps_outside": True},
         ),
-        ("take the square *root* of the mean square: RMS is a root mean square", {"root": False}),
+        (N_("take the square *root* of the mean square: RMS is a root mean square"), {"root": False}),
         (
-            "the *mean* of the squares, not their sum: dividing by the root of the sum (the length of the "
-            "vector) gives every token length 1 instead of RMS 1",
+            N_(
+                "the *mean* of the squares, not their sum: dividing by the root of the sum (the length of "
+                "the "
+                "vector) gives every token length 1 instead of RMS 1"
+            ),
             {"total": True},
         ),
         (wrong_dim, {"dims": (0,)}),
         (wrong_dim, {"dims": (-2,)}),
         (wrong_dim, {"dims": None}),
-        ("multiply by the learned gain at the end: gain * x / RMS", {"scaled": False}),
+        (N_("multiply by the learned gain at the end: gain * x / RMS"), {"scaled": False}),
     ]
     mistakes = [
         *slips(_rms, first),
@@ -245,10 +262,10 @@ def rms_norm(student_fn: Callable[..., torch.Tensor]) -> Verdict:
         "F.rms_norm",
         (nn.functional, "rms_norm"),
         (torch, "rms_norm"),
-        hint="take LayerNorm's formula and drop the mean, as the exercise says",
+        hint=N_("take LayerNorm's formula and drop the mean, as the exercise says"),
     )
     return run_check(
-        "Exercise 10.2 — RMSNorm", student_fn, _reference_rms_norm, cases, mistakes, forbidden=[rms_norm]
+        N_("Exercise 10.2 — RMSNorm"), student_fn, _reference_rms_norm, cases, mistakes, forbidden=[rms_norm]
     )
 
 
@@ -285,7 +302,7 @@ def _with_pad_rows(lengths: torch.Tensor, max_len: int, fill: str) -> torch.Tens
 
 
 #: The hint of the exercise's edge case: a pad query with no key to see.
-_EMPTY_ROW = (
+_EMPTY_ROW = N_(
     "a left pad before the first real token sees no key at all, and its row must stay all False: do not "
     "open it (to itself or to every key) to dodge a NaN. attnlib's attention gives a fully masked row "
     "zero weights and a zero context, no NaN (notebook 03), and nothing reads a pad position's output"
@@ -372,7 +389,7 @@ def left_padded_target_mask(student_fn: Callable[[torch.Tensor, int], torch.Tens
     ]
     generate_mask = own(Transformer, "generate_mask", "_tgt_mask", what="Transformer.generate_mask")
     return run_check(
-        "Exercise 10.3 — the target mask of left-padded sequences",
+        N_("Exercise 10.3 — the target mask of left-padded sequences"),
         student_fn,
         _reference_target_mask,
         cases,
@@ -427,7 +444,7 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
     vectors, moved with their tokens) or ``"changed"``? And how many of the 24 orders of four
     distinct target tokens give ``"permuted"``?
     """
-    title = "Exercise 10.5 — shuffle a decoder layer's inputs"
+    title = N_("Exercise 10.5 — shuffle a decoder layer's inputs")
     if ... in (target_shuffled, memory_shuffled, orders_that_commute):
         return predictions_not_yet(title)
     words = ", ".join(repr(a) for a in SHUFFLE_ANSWERS)
@@ -435,39 +452,45 @@ def decoder_shuffle(target_shuffled: Any, memory_shuffled: Any, orders_that_comm
     unknown = [a for a in answers if a not in SHUFFLE_ANSWERS]
     if unknown:
         return Verdict(
-            False, f"{FAIL} {title}: answer the first two with one of {words}; got {unknown[0]!r}."
+            False,
+            f"{FAIL} "
+            + tr("{title}: answer the first two with one of {words}; got {answer}.").format(
+                title=tr(title), words=words, answer=repr(unknown[0])
+            ),
         )
     count = whole_number(orders_that_commute)
     if count is None or not 0 <= count <= 24:
         return Verdict(
             False,
-            f"{FAIL} {title}: answer the third with a whole number from 0 to 24; "
-            f"got {describe(orders_that_commute)}.",
+            f"{FAIL} "
+            + tr("{title}: answer the third with a whole number from 0 to 24; got {got}.").format(
+                title=tr(title), got=describe(orders_that_commute)
+            ),
         )
     target, memory, commuting = _decoder_experiment()
-    slots = (
+    slots = N_(
         "the causal mask belongs to the slots, not to the tokens: after the shuffle the token in slot t "
         "sees the tokens that now sit in slots 0..t, another set than it saw before, so its output is new"
     )
-    keys_only = (
+    keys_only = N_(
         "the memory's rows are keys and values only: no output belongs to a memory slot, and "
         "cross-attention sums over the keys with no mask on their order, so a reordered memory gives "
         "the very same outputs in the very same slots"
     )
     if count == 24:
-        prefix = "with the causal mask, not every order commutes: " + slots
+        prefix = fmt("with the causal mask, not every order commutes: {slots}", slots=fmt(slots))
     elif count == 0:
-        prefix = "one order always commutes: leaving the tokens where they are"
+        prefix = N_("one order always commutes: leaving the tokens where they are")
     else:
-        prefix = (
+        prefix = N_(
             "a token's output depends on the set of tokens at or before its slot; for every token to "
             "keep its set, the first slot must keep its token, then the first two slots theirs, and so "
             "on: which orders do that?"
         )
     parts = [
-        check_answer("shuffled target tokens", answers[0], target, slots),
-        check_answer("shuffled memory", answers[1], memory, keys_only),
-        check_answer("orders that commute", count, commuting, prefix),
+        check_answer(N_("shuffled target tokens"), answers[0], target, slots),
+        check_answer(N_("shuffled memory"), answers[1], memory, keys_only),
+        check_answer(N_("orders that commute"), count, commuting, prefix),
     ]
     return combined(
         title,
@@ -540,66 +563,95 @@ def _unfit(module: nn.Module, args: tuple, *, decoder: bool) -> str | None:
     dim, n_heads, hidden_dim = args[:3]
     layers = 1 if decoder else args[3]
     attentions, ffns, norms = sublayers(module, *_KINDS)
-    kind = "a decoder layer" if decoder else f"a stack of n_layers={layers} encoder layers"
+    kind = (
+        fmt("a decoder layer")
+        if decoder
+        else fmt("a stack of n_layers={layers} encoder layers", layers=layers)
+    )
     if len(attentions) != (2 if decoder else layers):
         torch_mha = any(isinstance(m, nn.MultiheadAttention) for m in module.modules())
-        other = " (nn.MultiheadAttention is PyTorch's, not attnlib's)" if torch_mha else ""
+        other = fmt(" (nn.MultiheadAttention is PyTorch's, not attnlib's)") if torch_mha else ""
         built = (
-            "two, each with its own weights: a causal self-attention and a cross-attention, "
+            fmt("two, each with its own weights: a causal self-attention and a cross-attention, ")
             if decoder
-            else f"{layers}, one self-attention per layer, each with its own weights (build a new layer "
-            "for each place: a list comprehension, not [layer] * n_layers): "
+            else fmt(
+                "{layers}, one self-attention per layer, each with its own weights (build a new layer "
+                "for each place: a list comprehension, not [layer] * n_layers): ",
+                layers=layers,
+            )
         )
-        return (
-            f"found {len(attentions)} attnlib.MultiHeadAttention modules{other}; {kind} has {built}"
-            "attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, qkv_bias=True, "
-            f"causal={'...' if decoder else 'False'})."
+        return fmt(
+            "found {count} attnlib.MultiHeadAttention modules{other}; {kind} has "
+            "{built}attnlib.MultiHeadAttention(dim, dim, max_seq_len, dropout, n_heads, "
+            "qkv_bias=True, causal={causal}).",
+            count=len(attentions),
+            other=other,
+            kind=kind,
+            built=built,
+            causal="..." if decoder else "False",
         )
     if len(ffns) != layers:
-        return (
-            f"found {len(ffns)} attnlib FeedForward modules; {kind} has {layers}, one per layer: "
-            "blocks.FeedForward(dim, hidden_dim, dropout)."
+        return fmt(
+            "found {count} attnlib FeedForward modules; {kind} has {layers}, one per layer: "
+            "blocks.FeedForward(dim, hidden_dim, dropout).",
+            count=len(ffns),
+            kind=kind,
+            layers=layers,
         )
     if len(norms) != (3 if decoder else 2 * layers + 1):
         how = (
-            "a post-LN decoder layer normalises after each of its three sublayers, each norm with its own "
-            "scale and shift: three blocks.LayerNorm(dim)"
+            fmt(
+                "a post-LN decoder layer normalises after each of its three sublayers, each norm with its "
+                "own scale and shift: three blocks.LayerNorm(dim)"
+            )
             if decoder
-            else "a pre-LN encoder layer normalises the input of each of its two sublayers, and the stack "
-            f"normalises once more after its last layer: 2 * n_layers + 1 = {2 * layers + 1} "
-            "blocks.LayerNorm(dim), each with its own scale and shift"
+            else fmt(
+                "a pre-LN encoder layer normalises the input of each of its two sublayers, and the "
+                "stack normalises once more after its last layer: 2 * n_layers + 1 = {count} "
+                "blocks.LayerNorm(dim), each with its own scale and shift",
+                count=2 * layers + 1,
+            )
         )
-        return f"found {len(norms)} LayerNorm modules; {how}."
+        return fmt("found {count} LayerNorm modules; {how}.", count=len(norms), how=how)
     for attention in attentions:
         if attention.num_heads != n_heads:
-            return (
-                f"the module was built with n_heads={n_heads}, but a MultiHeadAttention has "
-                f"num_heads={attention.num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
-                "num_heads, qkv_bias=..., causal=...)."
+            return fmt(
+                "the module was built with n_heads={n_heads}, but a MultiHeadAttention has "
+                "num_heads={num_heads}: its arguments are (d_in, d_out, context_length, dropout, "
+                "num_heads, qkv_bias=..., causal=...).",
+                n_heads=n_heads,
+                num_heads=attention.num_heads,
             )
         if attention.W_query.bias is None:
-            which = "both MultiHeadAttention modules" if decoder else "each MultiHeadAttention"
-            return (
-                f"build {which} with qkv_bias=True, as attnlib's {'De' if decoder else 'En'}coderLayer does."
+            which = fmt("both MultiHeadAttention modules") if decoder else fmt("each MultiHeadAttention")
+            return fmt(
+                "build {which} with qkv_bias=True, as attnlib's {layer} does.",
+                which=which,
+                layer="DecoderLayer" if decoder else "EncoderLayer",
             )
         if not attention.d_in == attention.d_out == dim:
             widths = f"{attention.d_in} -> {attention.d_out}"
-            return f"each attention must map width dim={dim} to dim: one maps {widths}."
+            return fmt(
+                "each attention must map width dim={dim} to dim: one maps {widths}.", dim=dim, widths=widths
+            )
     if decoder and all(a.causal for a in attentions):
-        return (
+        return N_(
             "both attentions are causal; the cross-attention must be built with causal=False: its keys are "
             "the source, known in full (and usually of another length than the target)."
         )
     for ffn in ffns:
         if ffn.w1.weight.shape != (hidden_dim, dim):
             widths = f"{ffn.w1.in_features} -> {ffn.w1.out_features} -> {ffn.w2.out_features}"
-            return (
-                f"the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps {widths}."
+            return fmt(
+                "the feed-forward must map dim={dim} through hidden_dim={hidden_dim}: yours maps {widths}.",
+                dim=dim,
+                hidden_dim=hidden_dim,
+                widths=widths,
             )
     for norm in norms:
         weight = norm.gamma if isinstance(norm, LayerNorm) else norm.weight
         if weight is None or weight.shape != (dim,):
-            return f"each LayerNorm needs a learned scale and shift of width dim={dim}."
+            return fmt("each LayerNorm needs a learned scale and shift of width dim={dim}.", dim=dim)
     return None
 
 
@@ -742,47 +794,61 @@ def _decoder_variant(
 #: (hint, the knobs of _stack_variant that make the slip inside each layer), tried after the stack's.
 _ENCODER_SLIPS = [
     (
-        "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN normalises the "
-        "sublayer's *input* and adds the raw x: x + sublayer(norm(x))",
+        N_(
+            "that is post-LN, norm(x + sublayer(x)), the paper's layer of section 7; pre-LN normalises the "
+            "sublayer's *input* and adds the raw x: x + sublayer(norm(x))"
+        ),
         {"style": "post"},
     ),
-    ("normalise the sublayer's *input*, not its output: x + sublayer(norm(x))", {"style": "after"}),
+    (N_("normalise the sublayer's *input*, not its output: x + sublayer(norm(x))"), {"style": "after"}),
     (
-        "the residual path stays un-normalised: add x itself, x + sublayer(norm(x)), not norm(x) + "
-        "sublayer(norm(x))",
+        N_(
+            "the residual path stays un-normalised: add x itself, x + sublayer(norm(x)), not norm(x) + "
+            "sublayer(norm(x))"
+        ),
         {"style": "both"},
     ),
     (
-        "each sublayer needs its residual connection: x + sublayer(norm(x)), not sublayer(norm(x))",
+        N_("each sublayer needs its residual connection: x + sublayer(norm(x)), not sublayer(norm(x))"),
         {"skip": "00"},
     ),
-    ("the attention sublayer lost its residual: h = x + attention(norm1(x))", {"skip": "0h"}),
+    (N_("the attention sublayer lost its residual: h = x + attention(norm1(x))"), {"skip": "0h"}),
     (
-        "the feed-forward sublayer lost its residual: h + feed_forward(norm2(h)), h the attention sublayer's "
-        "output",
+        N_(
+            "the feed-forward sublayer lost its residual: h + feed_forward(norm2(h)), h the attention "
+            "sublayer's "
+            "output"
+        ),
         {"skip": "h0"},
     ),
     (
-        "each residual adds the input *of its own sublayer*: the feed-forward's is h, the attention "
-        "sublayer's output, not the layer's input x",
+        N_(
+            "each residual adds the input *of its own sublayer*: the feed-forward's is h, the attention "
+            "sublayer's output, not the layer's input x"
+        ),
         {"skip": "hx"},
     ),
     (
-        "the padding mask is ignored: pass it to the attention, attention(h, mask=mask), so that no token "
-        "attends to <pad>",
+        N_(
+            "the padding mask is ignored: pass it to the attention, attention(h, mask=mask), so that no "
+            "token "
+            "attends to <pad>"
+        ),
         {"attend": "none"},
     ),
     (
-        "an encoder sees the whole source: build its MultiHeadAttention with causal=False",
+        N_("an encoder sees the whole source: build its MultiHeadAttention with causal=False"),
         {"attend": "causal"},
     ),
     (
-        "each sublayer has its own LayerNorm (its own scale and shift): you used the first one twice",
+        N_("each sublayer has its own LayerNorm (its own scale and shift): you used the first one twice"),
         {"norm": "00"},
     ),
     (
-        "self-attention comes first (tokens exchange information), then the feed-forward (each token on "
-        "its own)",
+        N_(
+            "self-attention comes first (tokens exchange information), then the feed-forward (each token on "
+            "its own)"
+        ),
         {"order": "10"},
     ),
 ]
@@ -790,104 +856,142 @@ _ENCODER_SLIPS = [
 #: (hint, the knobs of _stack_variant that make the slip of the stack itself), tried first.
 _STACK_SLIPS = [
     (
-        "a pre-LN stack needs one final LayerNorm after its last layer: every layer adds its sublayers' "
-        "outputs to the residual stream, and nothing normalises that stream on its way out (GPT-2, "
-        "Radford et al., 2019, section 2.3)",
+        N_(
+            "a pre-LN stack needs one final LayerNorm after its last layer: every layer adds its sublayers' "
+            "outputs to the residual stream, and nothing normalises that stream on its way out (GPT-2, "
+            "Radford et al., 2019, section 2.3)"
+        ),
         {"final": "none"},
     ),
     (
-        "the final LayerNorm acts once, after the last layer: between layers the residual stream goes on "
-        "un-normalised (each layer normalises its sublayers' inputs itself)",
+        N_(
+            "the final LayerNorm acts once, after the last layer: between layers the residual stream goes on "
+            "un-normalised (each layer normalises its sublayers' inputs itself)"
+        ),
         {"final": "each"},
     ),
     (
-        "the final LayerNorm comes after the last layer, not before the first: the stack's output is what "
-        "must be normalised",
+        N_(
+            "the final LayerNorm comes after the last layer, not before the first: the stack's output is "
+            "what "
+            "must be normalised"
+        ),
         {"final": "before"},
     ),
     (
-        "every layer's attention needs the padding mask: pass mask on to each layer, not only the first",
+        N_("every layer's attention needs the padding mask: pass mask on to each layer, not only the first"),
         {"every_mask": False},
     ),
     (
-        "every layer's attention needs the padding mask: pass mask on to each layer, not only the last",
+        N_("every layer's attention needs the padding mask: pass mask on to each layer, not only the last"),
         {"every_mask": "last"},
     ),
     (
-        "chain the layers: each one reads the previous layer's output, h = layer(h, mask); yours all read "
-        "the stack's input",
+        N_(
+            "chain the layers: each one reads the previous layer's output, h = layer(h, mask); yours all "
+            "read "
+            "the stack's input"
+        ),
         {"chained": False},
     ),
     (
-        "each layer already adds its residuals inside it: h = layer(h), not h + layer(h), which counts the "
-        "residual stream twice",
+        N_(
+            "each layer already adds its residuals inside it: h = layer(h), not h + layer(h), which counts "
+            "the "
+            "residual stream twice"
+        ),
         {"around": True},
     ),
 ]
 
-_TO_ITSELF = (
+_TO_ITSELF = N_(
     "the cross-attention's keys and values are the encoder's output: cross_attention(h, memory, src_mask); "
     "you attended to the target again"
 )
 #: (hint, the knobs of _decoder_variant that make the slip), in the order they are tried.
 _DECODER_SLIPS = [
     (
-        "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after each residual "
-        "addition: norm(x + sublayer(x))",
+        N_(
+            "that is pre-LN, x + sublayer(norm(x)); the paper's layer (post-LN) normalises after each "
+            "residual "
+            "addition: norm(x + sublayer(x))"
+        ),
         {"style": "pre"},
     ),
     (
-        "that is pre-LN (and it normalised the memory as well); the paper's layer is post-LN: "
-        "norm(x + sublayer(x)), and the memory goes into cross-attention as it is",
+        N_(
+            "that is pre-LN (and it normalised the memory as well); the paper's layer is post-LN: "
+            "norm(x + sublayer(x)), and the memory goes into cross-attention as it is"
+        ),
         {"style": "pre", "keys": "normalised"},
     ),
     (
-        "without a mask the self-attention must still be causal: build it with causal=True, as attnlib's "
-        "DecoderLayer does, so that a position never sees a later one whatever tgt_mask says",
+        N_(
+            "without a mask the self-attention must still be causal: build it with causal=True, as attnlib's "
+            "DecoderLayer does, so that a position never sees a later one whatever tgt_mask says"
+        ),
         {"causal": False},
     ),
     (
-        "the self-attention ignores tgt_mask: pass it on, self_attention(x, mask=tgt_mask), so that no "
-        "position attends to target <pad>",
+        N_(
+            "the self-attention ignores tgt_mask: pass it on, self_attention(x, mask=tgt_mask), so that no "
+            "position attends to target <pad>"
+        ),
         {"tgt": False},
     ),
     (
-        "masked self-attention comes first (the target reads itself so far), then cross-attention (it asks "
-        "the source), then the feed-forward",
+        N_(
+            "masked self-attention comes first (the target reads itself so far), then cross-attention (it "
+            "asks "
+            "the source), then the feed-forward"
+        ),
         {"order": "102"},
     ),
     (
-        "each sublayer needs its residual connection: norm(h + sublayer(h)), not norm(sublayer(h))",
+        N_("each sublayer needs its residual connection: norm(h + sublayer(h)), not norm(sublayer(h))"),
         {"skip": "000"},
     ),
     (
-        "add the residual *before* the norm: norm(h + sublayer(h)); you normalised the sublayer's output "
-        "and added h after it",
+        N_(
+            "add the residual *before* the norm: norm(h + sublayer(h)); you normalised the sublayer's output "
+            "and added h after it"
+        ),
         {"style": "after"},
     ),
     (
-        "each sublayer has its own LayerNorm (its own scale and shift): you used the first one three times",
+        N_(
+            "each sublayer has its own LayerNorm (its own scale and shift): you used the first one three "
+            "times"
+        ),
         {"norm": "000"},
     ),
     (
-        "the cross-attention ignores src_mask: pass it on, cross_attention(h, memory, src_mask), so that no "
-        "target position attends to source <pad>",
+        N_(
+            "the cross-attention ignores src_mask: pass it on, cross_attention(h, memory, src_mask), so "
+            "that no "
+            "target position attends to source <pad>"
+        ),
         {"src": "none"},
     ),
     (_TO_ITSELF, {"keys": "itself", "src": "tgt"}),
     (_TO_ITSELF, {"keys": "itself", "src": "none"}),
     (
-        "the cross-attention's queries come from the self-attention sublayer's output h, not from the "
-        "layer's input x",
+        N_(
+            "the cross-attention's queries come from the self-attention sublayer's output h, not from the "
+            "layer's input x"
+        ),
         {"read": "hxh"},
     ),
     (
-        "each residual adds the input *of its own sublayer*: the cross-attention's is h, the self-attention "
-        "sublayer's output, not the layer's input x",
+        N_(
+            "each residual adds the input *of its own sublayer*: the cross-attention's is h, the "
+            "self-attention "
+            "sublayer's output, not the layer's input x"
+        ),
         {"skip": "hxh"},
     ),
     (
-        "cross-attention comes second, right after the masked self-attention; the feed-forward is last",
+        N_("cross-attention comes second, right after the masked self-attention; the feed-forward is last"),
         {"order": "021"},
     ),
 ]
@@ -922,7 +1026,7 @@ def _layer_case(
 #: The train-mode probes of 10.4 and 10.6: a module built with dropout 0.5, its sublayers in eval mode
 #: (so that only its own dropout draws), against attnlib's wiring under the same seed.
 _PROBE_ARGS = {False: (8, 2, 16, 2, 0.5), True: (8, 2, 16, 0.5)}
-_NOT_ON_OUTPUTS = (
+_NOT_ON_OUTPUTS = N_(
     "in train mode your layer drops nothing outside its sublayers.\n   hint: apply dropout to each "
     "sublayer's output before it is added to the residual, x + dropout(sublayer(...)) (Vaswani et al., "
     "2017, section 5.4, 'Residual Dropout'); the dropout inside the attention and the feed-forward is "
@@ -931,18 +1035,24 @@ _NOT_ON_OUTPUTS = (
 #: (what is wrong and its hint, where dropout acts in each sublayer as _wired's ``dropped`` says).
 _TRAIN_SLIPS = [
     (
-        "in train mode your layer drops the residual sum, not the sublayer's output.\n   hint: dropout on "
-        "the residual sum also drops the input x that the residual connection must carry through "
-        "unchanged: drop only the sublayer's output, x + dropout(sublayer(...))",
+        N_(
+            "in train mode your layer drops the residual sum, not the sublayer's output.\n   hint: dropout "
+            "on "
+            "the residual sum also drops the input x that the residual connection must carry through "
+            "unchanged: drop only the sublayer's output, x + dropout(sublayer(...))"
+        ),
         "sss",
     ),
     (
-        "in train mode your layer drops the normalised sum, after each norm.\n   hint: the paper drops each "
-        "sublayer's output before the residual add and the norm: norm(x + dropout(sublayer(x)))",
+        N_(
+            "in train mode your layer drops the normalised sum, after each norm.\n   hint: the paper drops "
+            "each "
+            "sublayer's output before the residual add and the norm: norm(x + dropout(sublayer(x)))"
+        ),
         "nnn",
     ),
 ]
-_SOME_OUTPUTS = (
+_SOME_OUTPUTS = N_(
     "in train mode your layer drops the output of only some of its sublayers.\n   hint: every sublayer "
     "gets its dropout before its residual add: x + dropout(sublayer(...)) for each of them"
 )
@@ -959,11 +1069,12 @@ def _layer_dropout_where(fitted: Callable[..., nn.Module], *, decoder: bool) -> 
     attentions, ffns, _ = sublayers(module, *_KINDS)
     rates = {m.p for sub in (*attentions, *ffns) for m in sub.modules() if isinstance(m, nn.Dropout)}
     if rates != {args[-1]}:
-        return (
-            f"built with dropout={args[-1]}, your layer's sublayers drop with "
-            f"p = {', '.join(f'{r:g}' for r in sorted(rates)) or 'nothing'}.\n   hint: pass the layer's "
-            "`dropout` on to each MultiHeadAttention and to the FeedForward (they drop the attention "
-            "weights and the hidden layer); do not build them with dropout=0.0"
+        return fmt(
+            "built with dropout={p}, your layer's sublayers drop with p = {rates}.\n   hint: pass "
+            "the layer's `dropout` on to each MultiHeadAttention and to the FeedForward (they "
+            "drop the attention weights and the hidden layer); do not build them with dropout=0.0",
+            p=args[-1],
+            rates=", ".join(f"{r:g}" for r in sorted(rates)) or fmt("nothing"),
         )
     module.train()
     for sub in (*attentions, *ffns):
@@ -991,7 +1102,7 @@ def _layer_dropout_where(fitted: Callable[..., nn.Module], *, decoder: bool) -> 
         for some in itertools.product("o-", repeat=count):
             if same(got, wired("".join(some))):
                 return _SOME_OUTPUTS
-    return (
+    return N_(
         "in train mode your layer's output differs from attnlib's under the same random draws.\n   hint: "
         "drop each sublayer's output, and nothing else, with the layer's `dropout`, before its residual "
         "add: x + dropout(sublayer(...)) (Vaswani et al., 2017, section 5.4)"
@@ -1016,26 +1127,26 @@ def _stack_exercise() -> ModuleExercise:
     """Exercise 10.4's spec, built at its first check, not at import (which stays light)."""
     return _layer_exercise(
         False,
-        title="Exercise 10.4 — a pre-LN encoder stack, with its final norm",
+        title=N_("Exercise 10.4 — a pre-LN encoder stack, with its final norm"),
         check="pre_ln_encoder",
         example="MyPreLNEncoder",
         init="(dim, n_heads, hidden_dim, n_layers, dropout=0.1)",
         forward="x, mask=None",
         cases=[
             _layer_case(
-                "D=8, H=2, F=16, one layer: one sentence of 4 tokens, no padding",
+                N_("D=8, H=2, F=16, one layer: one sentence of 4 tokens, no padding"),
                 111,
                 [4],
                 args=(8, 2, 16, 1, 0.1),
             ),
-            _layer_case("two layers: two sentences, the second padded (3 real tokens of 5)", 112, [5, 3]),
+            _layer_case(N_("two layers: two sentences, the second padded (3 real tokens of 5)"), 112, [5, 3]),
             _layer_case(
-                "D=12, H=3, F=24, three layers: three sentences, two padded",
+                N_("D=12, H=3, F=24, three layers: three sentences, two padded"),
                 113,
                 [6, 2, 4],
                 args=(12, 3, 24, 3, 0.2),
             ),
-            _layer_case("two layers, mask=None: every token sees every token", 114, [5, 5], masks="none"),
+            _layer_case(N_("two layers, mask=None: every token sees every token"), 114, [5, 5], masks="none"),
         ],
         mistakes=[*slips(_stack_variant, _STACK_SLIPS), *slips(_stack_variant, _ENCODER_SLIPS)],
         forbidden=[own(EncoderLayer), own(add_norm)],
@@ -1047,29 +1158,31 @@ def _decoder_exercise() -> ModuleExercise:
     """Exercise 10.6's spec, built at its first check, not at import (which stays light)."""
     return _layer_exercise(
         True,
-        title="Exercise 10.6 — a decoder layer, whole",
+        title=N_("Exercise 10.6 — a decoder layer, whole"),
         check="decoder_layer",
         example="MyDecoderLayer",
         init="(dim, n_heads, hidden_dim, dropout=0.1)",
-        rebuilds="attnlib's DecoderLayer",
+        rebuilds=N_("attnlib's DecoderLayer"),
         forward="x, memory, src_mask=None, tgt_mask=None",
         cases=[
-            _layer_case("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks", 121, [3], [4], "none"),
             _layer_case(
-                "two pairs, both padded: src_mask and tgt_mask (padding & causal)",
+                N_("D=8, H=2, F=16: 3 target tokens, a source of 4, no masks"), 121, [3], [4], "none"
+            ),
+            _layer_case(
+                N_("two pairs, both padded: src_mask and tgt_mask (padding & causal)"),
                 122,
                 [4, 2],
                 [5, 3],
                 "full",
             ),
             _layer_case(
-                "D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)",
+                N_("D=12, H=3, F=24: tgt_mask with padding only (the layer must be causal by itself)"),
                 123,
                 [5, 5, 3],
                 [3, 6, 2],
                 args=(12, 3, 24, 0.2),
             ),
-            _layer_case("masks=None, Ts=2, Tt=5", 124, [5], [2], "none"),
+            _layer_case(N_("masks=None, Ts=2, Tt=5"), 124, [5], [2], "none"),
         ],
         mistakes=slips(_decoder_variant, _DECODER_SLIPS),
         forbidden=[own(DecoderLayer), own(add_norm)],

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from .. import VisionTransformer
 from ..blocks import sinusoidal_encoding
+from ..i18n import N_, fmt
 from ..vit import resize_pos_embed as reference_resize_pos_embed
 from ..vit import sincos_2d_position_embedding
 from ._core import Case, Mistake, Verdict, check_answer, generator, run_check, seeded
@@ -79,7 +80,7 @@ def sincos_2d(student_fn: Callable[[int, int], torch.Tensor]) -> Verdict:
         ),
     ]
     return run_check(
-        "Exercise 14.1 — 2-D sine-cosine position embeddings",
+        N_("Exercise 14.1 — 2-D sine-cosine position embeddings"),
         student_fn,
         sincos_2d_position_embedding,
         cases,
@@ -164,7 +165,7 @@ def resize_pos_embed(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) ->
         ),
     ]
     return run_check(
-        "Exercise 14.2 — position embeddings for a larger image",
+        N_("Exercise 14.2 — position embeddings for a larger image"),
         student_fn,
         reference_resize_pos_embed,
         cases,
@@ -191,35 +192,36 @@ def vit_attention_shape(answer: object) -> Verdict:
         model(torch.zeros(SHAPE_BATCH, 3, 32, 32))
     expected = tuple(model.attention_weights().shape)  # (5, 6, 8, 65, 65)
     b, layers, heads, t = SHAPE_BATCH, 6, 8, 65
-    pixels = "N counts patches, not pixels per patch: a 32x32 image in 4x4 patches"
-    side = "the grid has 8 patches per side, so 8 x 8 patches, plus the class token"
-    square = "attention weights compare tokens with tokens: the last two axes are (T, T)"
+    pixels = N_("N counts patches, not pixels per patch: a 32x32 image in 4x4 patches")
+    channels = fmt("{pixels} (the 3 channels go into each token's numbers, not into T)", pixels=fmt(pixels))
+    side = N_("the grid has 8 patches per side, so 8 x 8 patches, plus the class token")
+    square = N_("attention weights compare tokens with tokens: the last two axes are (T, T)")
     hints = {
-        (b, layers, heads, t - 1, t - 1): "the class token is a token too: it attends and is attended to",
+        (b, layers, heads, t - 1, t - 1): N_("the class token is a token too: it attends and is attended to"),
         (b, layers, heads, 16, 16): pixels,
         (b, layers, heads, 17, 17): pixels,
-        (b, layers, heads, 48, 48): pixels + " (the 3 channels go into each token's numbers, not into T)",
-        (b, layers, heads, 49, 49): pixels + " (the 3 channels go into each token's numbers, not into T)",
+        (b, layers, heads, 48, 48): channels,
+        (b, layers, heads, 49, 49): channels,
         (b, layers, heads, 8, 8): side,
         (b, layers, heads, 9, 9): side,
-        (b, layers, t, t): "every head keeps its own map: (B, L, H, T, T)",
+        (b, layers, t, t): N_("every head keeps its own map: (B, L, H, T, T)"),
         (
             b,
             heads,
             layers,
             t,
             t,
-        ): "attention_weights() stacks the layers, then each layer's heads: (B, L, H, T, T)",
+        ): N_("attention_weights() stacks the layers, then each layer's heads: (B, L, H, T, T)"),
         (b, layers, heads, t, 64): square,
         (b, layers, heads, t, 8): square,
     }
-    generic = (
+    generic = N_(
         "count the patches of a 32x32 image cut into 4x4 squares, add the class token; "
         "one map per layer and head"
     )
     key = tuple(answer) if isinstance(answer, (tuple, list, torch.Size)) else None
     return check_answer(
-        "Exercise 14.3 — the shape of the attention weights", answer, expected, hints.get(key, generic)
+        N_("Exercise 14.3 — the shape of the attention weights"), answer, expected, hints.get(key, generic)
     )
 
 
@@ -238,7 +240,15 @@ def _case(patch_size: int, seed: int, image: torch.Tensor, fill: torch.Tensor) -
         model.pos_embed.normal_()
         label = int(model(image.unsqueeze(0))[0].argsort(descending=True)[1])
     n = model.num_patches
-    return Case(f"{patch_size}x{patch_size} patches (N={n}), label {label}", (model, image, label, fill))
+    return Case(
+        fmt(
+            "{patch_size}x{patch_size} patches (N={n}), label {label}",
+            patch_size=patch_size,
+            n=n,
+            label=label,
+        ),
+        (model, image, label, fill),
+    )
 
 
 def _filled(image: torch.Tensor, fill: torch.Tensor, p: int, *, order: str = "rows") -> torch.Tensor:
@@ -313,7 +323,7 @@ def mean_occlusion_drop(
         ),
     ]
     return run_check(
-        "Exercise 14.4 — occluding with the mean image",
+        N_("Exercise 14.4 — occluding with the mean image"),
         student_fn,
         reference_mean_occlusion_drop,
         cases,

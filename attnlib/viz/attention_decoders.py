@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from torch import nn
 
 from ..data import PairDataset, Vocab
+from ..i18n import N_
 from ..seq2seq import translate
 from .drawing import BLOCK, CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, block_outline, box
 from .explorers import explorer
@@ -268,9 +269,9 @@ def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, ex
         )
         return figure
 
-    example = widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description="example")
+    example = widgets.IntSlider(value=0, min=0, max=min(examples, len(data)) - 1, description=N_("example"))
     text = widgets.Text(
-        value="", placeholder="or type a source", description="source", continuous_update=False
+        value="", placeholder=N_("or type a source"), description=N_("source"), continuous_update=False
     )
 
     # A typed source replaces the example, so the slider is disabled (not silently ignored)
@@ -282,6 +283,6 @@ def alignment_explorer(models: Mapping[str, nn.Module], data: PairDataset, *, ex
     return explorer(
         draw,
         example=example,
-        model=widgets.Dropdown(options=list(models), description="model"),
+        model=widgets.Dropdown(options=list(models), description=N_("model")),
         text=text,
     )

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from ..blocks import sinusoidal_encoding
+from ..i18n import N_
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box, residual_add
 from .explorers import explorer, kept_figure
 from .heatmaps import CMAP
@@ -187,8 +188,8 @@ def positional_encoding_explorer(max_len: int = 100, dim: int = 64):
 
     return explorer(
         draw,
-        pair=widgets.IntSlider(value=first_pair, min=0, max=dim // 2 - 1, description="pair i"),
+        pair=widgets.IntSlider(value=first_pair, min=0, max=dim // 2 - 1, description=N_("pair i")),
         position=widgets.IntSlider(
-            value=min(start, max_len - 1), min=0, max=max_len - 1, description="position"
+            value=min(start, max_len - 1), min=0, max=max_len - 1, description=N_("position")
         ),
     )

@@ -15,6 +15,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from .._validate import require_positive_int
+from ..i18n import N_
 from ..masks import receptive_field, sliding_window_mask
 from ..rotary import apply_rotary
 from .drawing import axes_or_new
@@ -229,9 +230,9 @@ def receptive_field_explorer(max_len: int = 40):
 
     return explorer(
         draw,
-        window=widgets.IntSlider(value=3, min=1, max=12, description="window w"),
-        layers=widgets.IntSlider(value=2, min=1, max=8, description="layers L"),
-        query=widgets.IntSlider(value=max_len - 1, min=0, max=max_len - 1, description="query"),
+        window=widgets.IntSlider(value=3, min=1, max=12, description=N_("window w")),
+        layers=widgets.IntSlider(value=2, min=1, max=8, description=N_("layers L")),
+        query=widgets.IntSlider(value=max_len - 1, min=0, max=max_len - 1, description=N_("query")),
     )
 
 

@@ -16,6 +16,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ..i18n import tr
+
 __all__ = ["explorer", "kept_figure", "retitle"]
 
 
@@ -51,6 +53,7 @@ def explorer(draw: Callable[..., Any], **controls: Any):
 
     for control in controls.values():
         control.observe(redraw, names="value")
+        _label(control)
         _fit(control, widgets)
     redraw()
     # The controls wrap onto a second line in a narrow window rather than squeeze a slider's
@@ -79,6 +82,15 @@ def _show(figure: Any) -> None:
     """Show a kept figure in the output being written: the PNG the inline backend's
     ``plt.show()`` makes of it (the same first view), without closing it."""
     display(figure)
+
+
+def _label(control: Any) -> None:
+    """A control's label and placeholder in the current language (attnlib.set_language); every
+    explorer's controls pass here, their English marked ``N_("...")`` where they are made."""
+    for name in ("description", "placeholder"):
+        english = getattr(control, name, "")
+        if english:
+            setattr(control, name, tr(english))
 
 
 def _fit(control: Any, widgets: Any) -> None:

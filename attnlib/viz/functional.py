@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from ..functional import attention_scores
+from ..i18n import N_
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure, retitle
 from .heatmaps import plot_bars, replot_attention, replot_bars
@@ -131,7 +132,7 @@ def query_explorer(inputs: torch.Tensor, tokens: Sequence[str]):
         return figure
 
     picker = widgets.ToggleButtons(
-        options=[(t, i) for i, t in enumerate(tokens)], value=1, description="query"
+        options=[(t, i) for i, t in enumerate(tokens)], value=1, description=N_("query")
     )
     return explorer(draw, query=picker)
 
@@ -163,6 +164,6 @@ def temperature_explorer(queries: torch.Tensor, keys: torch.Tensor, tokens: Sequ
         return figure
 
     slider = widgets.FloatLogSlider(
-        value=d_k**-0.5, base=10, min=-2, max=2, step=0.02, description="scale", readout_format=".3f"
+        value=d_k**-0.5, base=10, min=-2, max=2, step=0.02, description=N_("scale"), readout_format=".3f"
     )
     return explorer(draw, scale=slider)

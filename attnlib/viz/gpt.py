@@ -16,6 +16,7 @@ from matplotlib.patches import Rectangle
 
 from ..data import Vocab
 from ..gpt import GPT, encode_prompt
+from ..i18n import N_
 from ..modes import evaluating
 from ..sampling import next_token_probs
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, box, residual_add
@@ -92,10 +93,12 @@ def sampling_explorer(model: GPT, vocab: Vocab, prompt: str = "", *, max_new_tok
 
     return explorer(
         draw,
-        prompt=widgets.Text(value=prompt, description="prompt"),
-        temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.05, description="temperature"),
-        top_k=widgets.IntSlider(value=len(vocab), min=1, max=len(vocab), description="top-k"),
-        top_p=widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="top-p"),
+        prompt=widgets.Text(value=prompt, description=N_("prompt")),
+        temperature=widgets.FloatSlider(
+            value=1.0, min=0.0, max=2.0, step=0.05, description=N_("temperature")
+        ),
+        top_k=widgets.IntSlider(value=len(vocab), min=1, max=len(vocab), description=N_("top-k")),
+        top_p=widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description=N_("top-p")),
     )
 
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..functional import masked_softmax
+from ..i18n import N_
 from ..masks import causal_mask, combine_masks
 from .explorers import explorer
 from .heatmaps import replot_attention
@@ -47,8 +48,8 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str]):
 
     return explorer(
         draw,
-        causal=widgets.Checkbox(value=True, description="causal"),
-        n_pad=widgets.IntSlider(value=0, min=0, max=t, description="pad tokens"),
+        causal=widgets.Checkbox(value=True, description=N_("causal")),
+        n_pad=widgets.IntSlider(value=0, min=0, max=t, description=N_("pad tokens")),
     )
 
 
@@ -84,9 +85,9 @@ def dropout_explorer(weights: torch.Tensor, tokens: Sequence[str]):
         )
         return figure
 
-    p = widgets.FloatSlider(value=0.5, min=0.0, max=0.9, step=0.05, description="p")
-    seed = widgets.IntSlider(value=123, min=0, max=200, description="seed")
-    training = widgets.Checkbox(value=True, description="training")
+    p = widgets.FloatSlider(value=0.5, min=0.0, max=0.9, step=0.05, description=N_("p"))
+    seed = widgets.IntSlider(value=123, min=0, max=200, description=N_("seed"))
+    training = widgets.Checkbox(value=True, description=N_("training"))
 
     # In eval mode dropout is the identity, and with p = 0 no draw drops anything: the
     # controls that would then change nothing are disabled rather than silently ignored.

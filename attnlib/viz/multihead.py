@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
 
+from ..i18n import N_
 from .drawing import DECODER, ENCODER, arrow, axes_or_new, box
 from .explorers import explorer
 from .heatmaps import replot_attention
@@ -105,4 +106,4 @@ def head_explorer(weights: torch.Tensor, tokens: Sequence[str]):
         )
         return figure
 
-    return explorer(draw, head=widgets.IntSlider(value=0, min=0, max=w.shape[0] - 1, description="head"))
+    return explorer(draw, head=widgets.IntSlider(value=0, min=0, max=w.shape[0] - 1, description=N_("head")))

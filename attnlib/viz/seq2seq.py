@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 from torch import nn
 
 from ..data import Vocab
+from ..i18n import N_
 from ..seq2seq import translate
 from ..tasks import digit_pairs
 from .drawing import CONTEXT, DECODER, ENCODER, arrow, axes_or_new, box
@@ -145,6 +146,6 @@ def copy_explorer(model: nn.Module, vocab: Vocab, *, reverse: bool = False, max_
 
     return explorer(
         draw,
-        length=widgets.IntSlider(value=10, min=5, max=max_len, description="length"),
-        seed=widgets.IntSlider(value=0, min=0, max=99, description="string #"),
+        length=widgets.IntSlider(value=10, min=5, max=max_len, description=N_("length")),
+        seed=widgets.IntSlider(value=0, min=0, max=99, description=N_("string #")),
     )

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..data import Vocab
+from ..i18n import N_, tr
 from ..sequences import TRACE_NAMES, lstm_trace
 from .drawing import CONTEXT, DECODER, ENCODER, QUERY, arrow, axes_or_new, box
 from .explorers import explorer, kept_figure
@@ -178,8 +179,8 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
     def last_step(example: int) -> int:
         return len(labels[example]) - 2  # steps read <sos> and the symbols, not <eos>
 
-    example = widgets.IntSlider(value=0, min=0, max=len(sequences) - 1, description="sequence")
-    step = widgets.IntSlider(value=min(2, last_step(0)), min=0, max=last_step(0), description="step")
+    example = widgets.IntSlider(value=0, min=0, max=len(sequences) - 1, description=N_("sequence"))
+    step = widgets.IntSlider(value=min(2, last_step(0)), min=0, max=last_step(0), description=N_("step"))
 
     # The step slider ends at the sequence's last step (a step past it would draw nothing new).
     # Registered before the explorer's redraw, so that the redraw sees the clamped step.
@@ -191,13 +192,15 @@ def gate_explorer(model: nn.Module, vocab: Vocab, sequences: Sequence[str], *, m
         draw,
         example=example,
         step=step,
-        quantity=widgets.Dropdown(options=list(TRACE_NAMES), value="cell state c", description="show"),
+        quantity=widgets.Dropdown(  # each option's label translated, its value the English name
+            options=[(tr(name), name) for name in TRACE_NAMES], value="cell state c", description=N_("show")
+        ),
         temperature=widgets.FloatSlider(
             value=1.0,
             min=0.1,
             max=max_temperature,
             step=0.1,
-            description="temperature",
+            description=N_("temperature"),
             continuous_update=True,
         ),
     )

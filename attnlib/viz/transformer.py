@@ -15,6 +15,7 @@ import torch
 from matplotlib import rcParams
 from matplotlib.patches import Rectangle
 
+from ..i18n import N_, tr
 from .drawing import BLOCK, CONTEXT, DECODER, ENCODER, QUERY, WEIGHT, arrow, axes_or_new, block_outline, box
 from .explorers import explorer
 from .heatmaps import replot_attention
@@ -230,10 +231,10 @@ def cross_attention_explorer(
         )
         return figure
 
-    heads = [("mean", -1)] + [(str(h), h) for h in range(n_heads)]
+    heads = [(tr("mean"), -1)] + [(str(h), h) for h in range(n_heads)]  # (label, value)
     return explorer(
         draw,
-        example=widgets.IntSlider(value=0, min=0, max=b - 1, description="example"),
-        layer=widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description="layer"),
-        head=widgets.ToggleButtons(options=heads, value=0, description="head"),
+        example=widgets.IntSlider(value=0, min=0, max=b - 1, description=N_("example")),
+        layer=widgets.IntSlider(value=n_layers - 1, min=0, max=n_layers - 1, description=N_("layer")),
+        head=widgets.ToggleButtons(options=heads, value=0, description=N_("head")),
     )

@@ -16,6 +16,7 @@ import torch
 from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 
+from ..i18n import N_, tr
 from ..modes import evaluating
 from ..vit import VisionTransformer
 from ..vit_probes import attention_rollout, occlude
@@ -421,14 +422,18 @@ def vit_explorer(
         kept["figure"] = kept_figure(fig)
         return fig
 
-    maps = [("rollout", (-1, -1))]
+    # Each option: (its label, in the current language; its value, the same in every language).
+    maps = [(tr("rollout"), (-1, -1))]
     for layer in range(n_layers):
-        maps.append((f"layer {layer}, mean of heads", (layer, -1)))
-        maps += [(f"layer {layer}, head {head}", (layer, head)) for head in range(n_heads)]
-    patches = [("none", -1)] + [(f"p{k}", k) for k in range(n)]
+        maps.append((tr("layer {layer}, mean of heads").format(layer=layer), (layer, -1)))
+        maps += [
+            (tr("layer {layer}, head {head}").format(layer=layer, head=head), (layer, head))
+            for head in range(n_heads)
+        ]
+    patches = [(tr("none"), -1)] + [(f"p{k}", k) for k in range(n)]
     return explorer(
         draw,
-        example=widgets.IntSlider(value=0, min=0, max=len(images) - 1, description="image"),
-        shown=widgets.Dropdown(options=maps, value=(-1, -1), description="map"),
-        occluded=widgets.Dropdown(options=patches, value=-1, description="occlude"),
+        example=widgets.IntSlider(value=0, min=0, max=len(images) - 1, description=N_("image")),
+        shown=widgets.Dropdown(options=maps, value=(-1, -1), description=N_("map")),
+        occluded=widgets.Dropdown(options=patches, value=-1, description=N_("occlude")),
     )

@@ -234,7 +234,12 @@ def test_the_wheel_ships_only_attnlib():
     packages = config["packages"]
     assert "attnlib" in packages
     assert all(p == "attnlib" or p.startswith("attnlib.") for p in packages), f"not attnlib: {packages}"
-    assert not config.get("package-data") and not config.get("data-files"), "the wheel ships data files"
+    # The one kind of data file: attnlib's compiled catalogues, which its feedback in other
+    # languages reads (attnlib/i18n.py); their sources stay in locale/ outside the package.
+    assert config.get("package-data", {}) == {"attnlib": ["locale/*/LC_MESSAGES/*.mo"]}, "other data files"
+    assert not config.get("data-files"), "the wheel ships data files"
+    data = [p for p in (ROOT / "attnlib" / "locale").rglob("*") if p.is_file()]
+    assert data and all(p.suffix == ".mo" for p in data), f"not compiled catalogues: {data}"
     assert not (ROOT / "MANIFEST.in").exists(), "a MANIFEST.in would add files to the wheel"
     shipped = [path for p in packages for path in (ROOT / p.replace(".", "/")).iterdir()]
     tools_inside = sorted(

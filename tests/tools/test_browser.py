@@ -15,8 +15,15 @@ on a 390-px phone: nothing may push the page sideways, the chapter list starts c
 maths scrolls, and a tapped figure opens at full size. Skips, saying why, where no Chromium is
 installed (``.ci/run`` installs it, so CI always runs this test).
 
+The Chinese site (``zh/``) and decks (``slides/zh/``) are checked the same way by the
+``[zh_CN]`` case of the test, built from the catalogues as ``make site`` builds them (or, with
+``ATTN_ZH_NOTEBOOKS=folder``, from the translated notebooks already there, e.g. ``build/zh``);
+the phone checks look for the Chinese cues (:data:`CUES`), and the search box is tried with a
+Chinese query.
+
 ``ATTN_SCREENSHOTS=folder`` also saves a screenshot of every site page and deck title slide;
-``ATTN_BROWSER_TIMES=1`` prints how long each part of the test took.
+``ATTN_BROWSER_TIMES=1`` prints how long each part of the test took; ``ATTN_BROWSER_ONLY=03_,index``
+walks only the decks and pages whose file names start so (a quick run; the full test walks all).
 """
 
 from __future__ import annotations
@@ -285,15 +292,48 @@ pytestmark = pytest.mark.skipif(_chromium_missing() is not None, reason=str(_chr
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Decks and site, built from the stored notebooks as `make site` builds them."""
-    from tools.site import build_site
-    from tools.slides import build_decks
+    """Decks and site in English and Chinese, built from the stored notebooks as `make slides`
+    and `make site` build them: ``{lang: (decks, pages)}``."""
+    from tools.site import EDITION_FOLDERS, build_editions
+    from tools.slides import build_decks, build_translated
 
     out = tmp_path_factory.mktemp("publish")
+    zh = os.environ.get("ATTN_ZH_NOTEBOOKS")
+    translated = Path(zh) if zh else None
     with _timed("build"):
         decks = build_decks(ROOT / "notebooks", out / "slides")
-        pages = build_site(ROOT / "notebooks", out / "site", out / "slides", ROOT / "README.md")
-    return out, decks, pages
+        zh_decks = build_translated(ROOT / "notebooks", out / "slides" / "zh", "zh_CN", translated=translated)
+        pages = build_editions(
+            ROOT / "notebooks",
+            out / "site",
+            out / "slides",
+            ROOT / "README.md",
+            langs=["zh_CN"],
+            translated={"zh_CN": translated} if translated else None,
+        )
+    zh_site = out / "site" / EDITION_FOLDERS["zh_CN"]
+    return {
+        "en": (decks, [p for p in pages if p.parent != zh_site]),
+        "zh_CN": (zh_decks, [p for p in pages if p.parent == zh_site]),
+    }
+
+
+def _only(paths: list[Path]) -> list[Path]:
+    """``paths`` whose names start with one of ``ATTN_BROWSER_ONLY``'s prefixes (all without it)."""
+    only = [p for p in os.environ.get("ATTN_BROWSER_ONLY", "").split(",") if p]
+    return [p for p in paths if not only or p.name.startswith(tuple(only))]
+
+
+def test_the_phone_cues_are_the_site_s_own_words():
+    """:data:`CUES` matches what the pages say in each language (tools.publish's template text,
+    tools.site's table cue), so a translation that changes them fails here, not in the walk."""
+    from tools.publish import TEMPLATE_TEXT
+    from tools.ui import text
+
+    for lang, cues in CUES.items():
+        assert re.search(cues["enlarge"], text(TEMPLATE_TEXT["zoom_cue"], lang), re.I), lang
+        assert re.search(cues["close"], text(TEMPLATE_TEXT["zoom_close"], lang), re.I), lang
+        assert re.search(cues["scroll"], text("Scroll sideways for more columns →", lang), re.I), lang
 
 
 def _check(page, path: Path, problems: list[str], shots: Path | None) -> tuple[dict | None, list[str]]:
@@ -367,7 +407,7 @@ PHONE = {"width": 390, "height": 844}
 # whether the chapter list is closed and the search box visible on the first screen; display
 # maths too wide to scroll; and every table wider than its column: the box that scrolls it must
 # take the keyboard focus, have a name, and show a visible "scroll" cue.
-PHONE_LAYOUT = r"""() => {
+PHONE_LAYOUT = r"""(scrollCue) => {
   const W = innerWidth, visible = e => e.checkVisibility() && e.getBoundingClientRect().width > 0;
   const scroller = e => {  // the nearest ancestor that does not let e overflow: [element, overflow-x]
     for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
@@ -398,7 +438,7 @@ PHONE_LAYOUT = r"""() => {
     const [s] = scroller(t);
     if (!s || s.scrollWidth <= s.clientWidth + 1) continue;
     const cue = [...s.parentElement.querySelectorAll("*")]
-      .some(c => !t.contains(c) && c !== s && visible(c) && /scroll/i.test(c.textContent));
+      .some(c => !t.contains(c) && c !== s && visible(c) && new RegExp(scrollCue, "i").test(c.textContent));
     s.scrollLeft = s.scrollWidth;  // the last column comes into view
     const last = t.querySelector("tr").lastElementChild.getBoundingClientRect();
     tables.push({head: t.querySelector("tr").textContent.trim().replace(/\s+/g, " ").slice(0, 40),
@@ -420,23 +460,35 @@ PHONE_LAYOUT = r"""() => {
   };
 }"""
 # A figure's visible cues: the text of its visible parts that say "enlarge" or "close", and where.
-FIGURE_CUES = r"""b => [...b.querySelectorAll("*"), b].filter(e => e.checkVisibility()
-    && e.getBoundingClientRect().width > 0 && /enlarge|close/i.test(e.textContent)
-    && ![...e.children].some(c => /enlarge|close/i.test(c.textContent)))
+FIGURE_CUES = r"""(b, cues) => [...b.querySelectorAll("*"), b].filter(e => e.checkVisibility()
+    && e.getBoundingClientRect().width > 0 && new RegExp(cues, "i").test(e.textContent)
+    && ![...e.children].some(c => new RegExp(cues, "i").test(c.textContent)))
   .map(e => { const r = e.getBoundingClientRect();
     return {text: e.textContent.trim(), x: r.left + r.width / 2, y: r.top + r.height / 2,
             inView: r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth}; })"""
 PHONE_WIDTHS: dict[str, tuple[int, str]] = {}  # page -> (page width, widest element): printed at the end
+# What the phone checks look for in each language (regular expressions): a figure's "tap to
+# enlarge" and "close" cues, a wide table's "scroll" cue; the search box's query and the page its
+# first result must be on. A test holds the cues to the site's catalogue.
+CUES = {
+    "en": {"enlarge": "tap.*enlarge", "close": "close", "scroll": "scroll"},
+    "zh_CN": {"enlarge": "点按.*放大", "close": "关闭", "scroll": "滚动"},
+}
+SEARCHES = {
+    "en": ("online softmax", "13_efficient_attention.html#"),
+    "zh_CN": ("在线 softmax", "13_efficient_attention.html#"),
+}
 
 
-def _check_phone(page, path: Path, problems: list[str]) -> None:
+def _check_phone(page, path: Path, problems: list[str], lang: str = "en") -> None:
     """One site page on a 390-px phone: nothing pushes the page sideways or is cut off, the
     chapter list waits behind its button while the search box shows, wide maths and tables
     scroll and say so, and a figure says a tap enlarges it, which it does, with a close control."""
     page.goto(path.as_uri() + ("?q=softmax" if path.name == "search.html" else ""))
     page.wait_for_load_state("load")
     name = f"{path.name} (phone)"
-    layout = page.evaluate(PHONE_LAYOUT)
+    cues = CUES[lang]
+    layout = page.evaluate(PHONE_LAYOUT, cues["scroll"])
     PHONE_WIDTHS[path.name] = (layout["pageWidth"], layout["widest"])
     if layout["pageWidth"] > PHONE["width"] + 1 or layout["sideways"]:
         problems.append(f"{name}: the page is {layout['pageWidth']} px wide: {layout['sideways']}")
@@ -455,16 +507,17 @@ def _check_phone(page, path: Path, problems: list[str]) -> None:
     figure = page.query_selector("button.figure-zoom")
     if figure is not None:
         figure.scroll_into_view_if_needed()
-        cues = figure.evaluate(FIGURE_CUES)
-        if not any(re.search(r"tap.*enlarge", c["text"], re.I) for c in cues):
-            problems.append(f"{name}: a figure does not say that a tap enlarges it: {cues}")
+        both = f"{cues['enlarge']}|{cues['close']}"
+        shown = figure.evaluate(FIGURE_CUES, both)
+        if not any(re.search(cues["enlarge"], c["text"], re.I) for c in shown):
+            problems.append(f"{name}: a figure does not say that a tap enlarges it: {shown}")
         figure.click()
         width, natural = figure.evaluate(
             "b => [b.querySelector('img').getBoundingClientRect().width, b.querySelector('img').naturalWidth]"
         )
         if abs(width - natural) > 1:
             problems.append(f"{name}: a tapped figure shows {width:.0f} px of its {natural} px")
-        close = [c for c in figure.evaluate(FIGURE_CUES) if re.search(r"close", c["text"], re.I)]
+        close = [c for c in figure.evaluate(FIGURE_CUES, both) if re.search(cues["close"], c["text"], re.I)]
         if not close or not close[0]["inView"]:
             problems.append(f"{name}: the enlarged figure has no close control in view: {close}")
         else:
@@ -473,19 +526,24 @@ def _check_phone(page, path: Path, problems: list[str]) -> None:
                 problems.append(f"{name}: the close control leaves the figure enlarged")
 
 
-def _check_search(page, home: Path, problems: list[str]) -> None:
+def _check_search(page, home: Path, problems: list[str], lang: str = "en") -> None:
     """The search box of the chapter list, used once: a query finds its section, offline."""
+    query, expected = SEARCHES[lang]
     page.goto(home.as_uri())
-    page.fill("form.search input", "online softmax")
+    page.fill("form.search input", query)
     page.press("form.search input", "Enter")
     page.wait_for_load_state("load")
     found = page.eval_on_selector_all("#search-results a", "as => as.map(a => a.getAttribute('href'))")
-    if not found or not found[0].startswith("13_efficient_attention.html#"):
-        problems.append(f"search for 'online softmax': {page.inner_text('#search-status')} {found[:3]}")
+    if not found or not found[0].startswith(expected):
+        problems.append(f"search for {query!r}: {page.inner_text('#search-status')} {found[:3]}")
         return
     page.click("#search-results a >> nth=0")
     page.wait_for_load_state("load")
-    if not page.evaluate("() => !!document.getElementById(decodeURIComponent(location.hash.slice(1)))"):
+    # As browsers find a fragment's element (HTML's "indicated part"): by the fragment as written,
+    # then percent-decoded (nbconvert writes a Chinese heading's id percent-encoded).
+    found_it = "() => { const f = location.hash.slice(1);"
+    found_it += " return !!(document.getElementById(f) || document.getElementById(decodeURIComponent(f))); }"
+    if not page.evaluate(found_it):
         problems.append(f"search result {found[0]} leads to no section")
 
 
@@ -528,11 +586,18 @@ def _accessibility_violations(page) -> list[str]:
     ]
 
 
-def test_every_deck_and_site_page_in_chromium(built):
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_every_deck_and_site_page_in_chromium(built, lang):
     from playwright.sync_api import sync_playwright
 
-    _, decks, pages = built
+    all_decks, all_pages = built[lang]
+    decks, pages = _only(all_decks), _only(all_pages)
+    home = next(p for p in all_pages if p.name == "index.html")
+    DECK_WALKS.clear()  # printed at the end, for this language only
+    PHONE_WIDTHS.clear()
     shots = Path(os.environ["ATTN_SCREENSHOTS"]) if os.environ.get("ATTN_SCREENSHOTS") else None
+    if shots is not None and lang != "en":
+        shots = shots / lang  # the pages have the English pages' names
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
@@ -568,11 +633,11 @@ def test_every_deck_and_site_page_in_chromium(built):
                 page = browser.new_page()
                 page.set_viewport_size(PHONE)
                 with _timed("phone"):
-                    _check_phone(page, path, problems)
+                    _check_phone(page, path, problems, lang)
                 page.close()
             page = browser.new_page()
             with _timed("search"):
-                _check_search(page, pages[0], problems)
+                _check_search(page, home, problems, lang)
             page.close()
             while running:
                 _finish(*running.popleft(), problems)
@@ -581,17 +646,20 @@ def test_every_deck_and_site_page_in_chromium(built):
         shutil.rmtree(profile, ignore_errors=True)
     problems += [f"request to the network: {url}" for url in network]
     for name, (width, widest) in PHONE_WIDTHS.items():
-        print(f"phone {name}: {width} px wide; widest element {widest}")
+        print(f"[{lang}] phone {name}: {width} px wide; widest element {widest}")
     for name, walk in DECK_WALKS.items():
         print(
-            f"deck {name}: the right arrow reaches {walk['reached']} of {walk['slides']} slides "
+            f"[{lang}] deck {name}: the right arrow reaches {walk['reached']} of {walk['slides']} slides "
             f"({walk['presses']} presses, fragments included); smallest code {walk['code']:.1f} px; "
             f"smallest zoom {walk['zoom'][0]:.2f}, {walk['zoom'][1]}"
         )
     print(
-        f"checked {len(decks)} decks ({slide_count} slides, {small} zoomed below 0.8) and {len(pages)} pages"
+        f"[{lang}] checked {len(decks)} decks ({slide_count} slides, {small} zoomed below 0.8)"
+        f" and {len(pages)} pages"
     )
     if os.environ.get("ATTN_BROWSER_TIMES"):
         print("seconds:", ", ".join(f"{part} {seconds:.1f}" for part, seconds in TIMES.items()))
-    assert len(decks) == len(list((ROOT / "notebooks").glob("*.ipynb"))) and slide_count > 0
+    assert len(all_decks) == len(list((ROOT / "notebooks").glob("*.ipynb"))) and (
+        slide_count > 0 or not decks
+    )
     assert not problems, "\n".join(problems)

@@ -319,7 +319,9 @@ def test_po_without_notebooks_updates_only_the_catalogues_that_exist(tmp_path, c
 def test_build_with_a_complete_catalogue_translates_the_prose_and_keeps_the_code(tmp_path):
     notebook = make_notebook(tmp_path / "nb")
     translate_all(update_catalogue(notebook, "zh_CN", tmp_path / "locale"))
-    [written] = build([notebook], tmp_path / "zh", "zh_CN", tmp_path / "locale")
+    with pytest.raises(CatalogueError, match="no code cell has the set-up line"):
+        build([notebook], tmp_path / "zh", "zh_CN", tmp_path / "locale")  # the language is set there
+    [written] = build([notebook], tmp_path / "zh", "zh_CN", tmp_path / "locale", feedback=False)
     english, chinese = (json.loads(p.read_text(encoding="utf-8")) for p in (notebook, written))
     assert english["metadata"] == chinese["metadata"]
     assert [c["id"] for c in english["cells"]] == [c["id"] for c in chinese["cells"]]
@@ -334,9 +336,9 @@ def test_build_with_a_complete_catalogue_translates_the_prose_and_keeps_the_code
         else:
             assert zh["metadata"] == en["metadata"]  # cell tags and slide types included
     sources = ["".join(c["source"]) for c in chinese["cells"]]
-    assert sources[0] == (
-        "# 玩具注意力\n\n分数 $s = q \\cdot k$ 经过 `softmax`，\n见[论文](https://arxiv.org/abs/1706.03762)。"
-        "\n\n- 第一项\n- 第二项，\n  跨两行"
+    assert sources[0] == (  # a line break between two Chinese characters would show as a space: joined
+        "# 玩具注意力\n\n分数 $s = q \\cdot k$ 经过 `softmax`，见[论文](https://arxiv.org/abs/1706.03762)。"
+        "\n\n- 第一项\n- 第二项，跨两行"
     )
     assert sources[2] == "| 符号 | 含义 |\n|---|---|\n| $H$ | 头数 |\n| `x` | $y$ |"
     assert sources[3] == CODE_AND_MATH.replace("Run this:", "运行：")

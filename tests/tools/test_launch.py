@@ -14,14 +14,18 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from tests import ROOT
 from tools.links import (
+    EDITION_FOLDERS,
     Repo,
     bootstrap,
+    edition_folder,
     find_repo,
     parse_remote,
+    readme_repo,
     update_notebook,
     with_bootstrap,
     with_links,
     with_readme_links,
+    without_readme_links,
 )
 from tools.site import readme_sections, readme_summaries
 
@@ -232,7 +236,11 @@ def test_make_links_with_no_address_leaves_every_file_as_it_was(tmp_path):
     copy = _git_repo(tmp_path / "repo", None)
     shutil.copytree(ROOT / "tools", copy / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "notebooks", copy / "notebooks")
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    shutil.copytree(ROOT / "locale", copy / "locale")  # README.po, site.po: the Chinese README's links
+    (copy / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "glossary.md", copy / "docs" / "glossary.md")
+    for name in ("README.md", "README.zh-CN.md"):
+        shutil.copy(ROOT / name, copy / name)
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_REPOSITORY"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
 
@@ -246,6 +254,9 @@ def test_make_links_with_no_address_leaves_every_file_as_it_was(tmp_path):
     links("--repo", "someone/attention-series")
     before = _snapshot(copy)
     assert b"colab.research.google.com/github/someone" in before["README.md"]
+    # the Chinese README follows, its links opening the Chinese edition
+    assert b"/blob/student-edition/student-zh/03_masking.ipynb" in before["README.zh-CN.md"]
+    assert links("--repo", "someone/attention-series").endswith("nothing to change\n")
     said = links()
     assert "nothing written" in said
     assert _snapshot(copy) == before
@@ -268,3 +279,85 @@ def test_make_compat_installs_torch_s_cpu_build_from_the_index_as_make_venv_does
     assert line.endswith("--index-url https://mirror.example/cpu torch==9.9.9"), line
     assert pip_line("UNAME=Darwin", "COMPAT_TORCH=9.9.9").endswith(" torch==9.9.9")
     assert "--index-url" not in pip_line("UNAME=Darwin", "COMPAT_TORCH=9.9.9")
+
+
+# --- the Chinese student edition ----------------------------------------------------------------
+
+
+def test_the_chinese_links_open_student_zh_and_say_so_in_chinese():
+    path = "notebooks/03_masking.ipynb"
+    assert REPO.colab(path, "zh_CN") == (
+        "https://colab.research.google.com/github/someone/attention-series/blob/student-edition/"
+        "student-zh/03_masking.ipynb"
+    )
+    assert REPO.binder(path, "zh_CN").endswith("?labpath=student-zh%2F03_masking.ipynb")
+    line = REPO.links(path, "zh_CN")
+    assert line.startswith("[在 Colab 中打开](") and "[在 Binder 中打开](" in line
+    assert REPO.links(path) == REPO.links(path, "en") and "student-zh" not in REPO.links(path)
+    assert EDITION_FOLDERS == {"en": "student", "zh_CN": "student-zh"}
+    with pytest.raises(ValueError, match="zh_TW"):
+        edition_folder("zh_TW")
+
+
+def test_a_translated_notebook_gets_the_links_to_its_own_edition_in_place_of_the_english(tmp_path):
+    english_line = REPO.links("notebooks/03_masking.ipynb")
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(f"# 03 · 掩码\n\n{english_line}"),
+            nbformat.v4.new_code_cell("import attnlib\nattnlib.reproducible()"),
+        ]
+    )
+    path = tmp_path / "03_masking.ipynb"
+    nbformat.write(nb, path)
+    assert update_notebook(path, REPO, tmp_path, lang="zh_CN")
+    first = nbformat.read(path, as_version=4).cells[0].source
+    assert first == f"# 03 · 掩码\n\n{REPO.links('03_masking.ipynb', 'zh_CN')}"
+    assert "student-zh/03_masking.ipynb" in first and "/student/" not in first
+    code = nbformat.read(path, as_version=4).cells[1].source
+    assert code == "import attnlib\nattnlib.reproducible()", "the code stays the English notebook's"
+    assert not update_notebook(path, REPO, tmp_path, lang="zh_CN"), "idempotent"
+
+
+def test_the_chinese_readme_table_gets_its_own_column_and_loses_it_again():
+    zh = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    linked = with_readme_links(zh, REPO, lang="zh_CN", section="笔记本一览")
+    assert with_readme_links(linked, REPO, lang="zh_CN", section="笔记本一览") == linked, "idempotent"
+    table = readme_sections(linked)["笔记本一览"]
+    assert "| # | 笔记本 | 你将学到什么 | 免安装运行 |" in table
+    for path in NOTEBOOKS:
+        assert REPO.links(f"notebooks/{path.name}", "zh_CN") in table, path.name
+    assert readme_summaries(table) == readme_summaries(readme_sections(zh)["笔记本一览"])
+    assert without_readme_links(linked, section="笔记本一览") == zh
+    assert readme_repo(linked) == Repo("someone", "attention-series") and readme_repo(zh) is None
+
+
+def test_readme_links_come_off_as_they_went_on():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert without_readme_links(with_readme_links(readme, REPO)) == readme
+    assert readme_repo(with_readme_links(readme, REPO)) == REPO
+
+
+def test_the_workflow_publishes_the_chinese_edition_where_its_links_point():
+    import yaml
+
+    workflow = ROOT / ".github" / "workflows" / "student-edition.yml"
+    steps = yaml.safe_load(workflow.read_text())["jobs"]["publish"]["steps"]
+    script = "\n".join(step.get("run", "") for step in steps)
+    folder = EDITION_FOLDERS["zh_CN"]
+    build = script.index("python -m tools.i18n build --lang zh_CN --out build/zh")
+    links = script.index("python -m tools.links --lang zh_CN build/zh")
+    student = script.index(f"python -m tools.student build/zh {folder} --lang zh_CN")
+    assert build < links < student < script.index(f"git add -f student {folder}")
+    pins = re.findall(r"^(babel|mistune|nbformat)==", (ROOT / "requirements.txt").read_text(), re.M | re.I)
+    assert len(pins) == 3 and "grep -iE '^(babel|mistune|nbformat)==' requirements.txt" in script
+
+
+def test_links_for_a_language_without_an_edition_or_without_its_folder_are_refused(capsys):
+    from tools.links import main
+
+    with pytest.raises(SystemExit):
+        main(["--lang", "zh_CN"])  # no folder of translated notebooks
+    with pytest.raises(SystemExit):
+        main(["build/zh"])  # a folder without --lang
+    with pytest.raises(ValueError, match="zh_TW"):
+        main(["--lang", "zh_TW", "build/zh", "--repo", "someone/attention-series"])

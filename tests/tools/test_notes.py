@@ -115,3 +115,57 @@ def test_the_decks_leave_out_how_to_present_with_rise(tmp_path):
     html = _demo_deck(tmp_path)
     assert "Start with a question" in html  # the notes themselves stay
     assert "RISE" not in html and "Alt+R" not in html
+
+
+# --- the Chinese edition ---------------------------------------------------------------------------
+
+ZH = "zh_CN"
+
+
+@pytest.fixture(scope="module")
+def zh_notebooks(tmp_path_factory):
+    """The Chinese notebooks as make zh writes them (tools.i18n's build)."""
+    from tools import i18n
+
+    out = tmp_path_factory.mktemp("zh")
+    return [nbformat.read(p, as_version=4) for p in i18n.build(NOTEBOOKS, out, ZH)]
+
+
+def test_the_chinese_forms_are_the_catalogues_translations():
+    """LABELS, OPENS and PRESENTINGS hold what every notebook catalogue makes of the English."""
+    from tools import i18n
+
+    for path in NOTEBOOKS:
+        catalog = i18n.read_catalogue(i18n.catalogue_path(path, ZH))
+        for forms in (notes.LABELS, notes.OPENS, notes.PRESENTINGS):
+            found = {m.string for m in catalog if m.id == forms["en"]}
+            assert found == {forms[ZH]}, f"{path.name}: {forms['en'][:40]!r} is translated as {found}"
+
+
+def test_the_chinese_notebooks_follow_the_notes_convention_in_chinese(zh_notebooks):
+    for nb in zh_notebooks:
+        assert nb.metadata["attnlib"]["language"] == ZH
+        assert notes.problems(nb) == []
+        first = next(c for c in nb.cells if notes.is_notes(c))
+        body = notes.without_presenting(notes.unwrap(first.source))
+        assert body.startswith(notes.LABELS[ZH]) and "<details>" not in body and "RISE" not in body
+        assert notes.unwrap(first.source).rstrip().endswith(body.rstrip()[-20:])
+
+
+def test_a_chinese_notebook_with_the_english_label_is_caught(zh_notebooks):
+    nb = copy.deepcopy(zh_notebooks[0])
+    cell = next(c for c in nb.cells if notes.is_notes(c))
+    cell.source = cell.source.replace(notes.LABELS[ZH], notes.LABEL, 1)
+    assert any(notes.LABELS[ZH] in problem for problem in notes.problems(nb))
+    second = [c for c in nb.cells if notes.is_notes(c)][1]
+    second.source = second.source.replace(notes.OPENS[ZH], notes.OPEN)
+    assert any(notes.OPENS[ZH] in problem for problem in notes.problems(nb))
+
+
+def test_tools_notes_edits_only_the_english(zh_notebooks):
+    nb = copy.deepcopy(zh_notebooks[0])
+    with pytest.raises(ValueError, match="expected an English notebook"):
+        notes.apply(nb)
+    nb.metadata["attnlib"]["language"] = "fr"
+    with pytest.raises(ValueError, match="'fr'"):
+        notes.problems(nb)

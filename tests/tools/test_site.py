@@ -1,9 +1,12 @@
 """The pure parts of the slide and site builders (tools.publish, tools.site, tools.slides)."""
 
+# ruff: noqa: RUF001  (Chinese text is written with full-width punctuation: ，：；（）)
+
 from __future__ import annotations
 
 import base64
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -399,7 +402,10 @@ def test_the_real_readme_and_references_hold_what_the_site_shows():
         (lambda t: t.replace("\n## Two commands\n", "\n## Getting started\n"), '"## Two commands"'),
         (lambda t: re.sub(r"\n## The notebooks\n.*?(?=\n## )", "\n", t, flags=re.S), '"## The notebooks"'),
         (lambda t: re.sub(r"^\| (\d+) \| `", r"| \1 | ", t, flags=re.M), "no table row of the form"),
-        (lambda t: re.sub(r"\A(# [^\n]*\n).*?(?=\n## )", r"\1", t, flags=re.S), "between its title"),
+        (
+            lambda t: re.sub(r"^(# [^\n]*\n).*?(?=\n## )", r"\1", t, count=1, flags=re.S | re.M),
+            "between its title",
+        ),
     ],
     ids=["renamed", "removed", "row format", "no opening"],
 )
@@ -457,3 +463,369 @@ def test_readme_s_figure_is_copied_and_its_links_into_the_repository_leave_the_s
         assert "from the student edition, and\ndocs/teaching.md plans" in home
     hrefs = re.findall(r'href="([^"]+)"', home)
     assert not [h for h in hrefs if not re.match(r"https?:|#|[\w.-]+\.html|slides/|notebooks/|data:", h)]
+
+
+# --- the Chinese site and decks (issue 32) -------------------------------------------------------
+
+README_ZH = """**[English](README.md)**
+
+# 注意力系列
+
+它是什么，为谁而写。
+
+## 两条命令
+
+运行 `make lab`。
+
+## 笔记本一览
+
+| # | 笔记本 | 你将学到 |
+|---|---|---|
+| 01 | `01_first` | 第一件事：掩码 |
+| 02 | `02_second` | 第二件事：多头注意力 |
+
+## 给学生
+
+不在站点上。
+"""
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def zh_notebook(stem: str, prose: str) -> dict:
+    """A translated notebook as ``tools.i18n build`` writes it: the English code cells and
+    outputs, Chinese prose, and its language in ``metadata.attnlib``."""
+    nb = explorer_notebook()
+    nb.cells[0].source = f"# {stem[:2]} · 第{stem[1]}章\n### 关于第{stem[1]}章\n\n## 第一节\n\n{prose}"
+    nb.cells[1].source = "教师备注。问问全班。"
+    nb.cells[3].metadata["caption"] = "一个查询的权重条形图。"
+    nb.cells[4].metadata["caption"] = "分数与权重的热力图。"
+    nb.metadata["attnlib"] = {"language": "zh_CN"}
+    return nb
+
+
+def build_both(tmp_path, prose: dict[str, str] | None = None, repo=None) -> list:
+    """The English site of two notebooks and its Chinese copy, from hand-made translations."""
+    from tools.site import build_editions
+
+    prose = prose or {
+        "01_first": "因果掩码把未来的位置挡住。",
+        "02_second": "多头注意力把模型宽度分给几个头。",
+    }
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "zh").mkdir()
+    for stem, text in prose.items():
+        nb = explorer_notebook()
+        nb.cells[0].source = f"# {stem}\n### about {stem}"
+        nbformat.write(nb, tmp_path / "notebooks" / f"{stem}.ipynb")
+        nbformat.write(nbformat.from_dict(zh_notebook(stem, text)), tmp_path / "zh" / f"{stem}.ipynb")
+    write_sources(tmp_path)
+    (tmp_path / "README.zh-CN.md").write_text(README_ZH)
+    return build_editions(
+        tmp_path / "notebooks",
+        tmp_path / "site",
+        None,
+        tmp_path / "README.md",
+        repo,
+        ["zh_CN"],
+        {"zh_CN": tmp_path / "zh"},
+    )
+
+
+def _visible_text(html: str) -> str:
+    """The text a reader sees on a page: no scripts, styles, code or tags."""
+    from html import unescape
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    html = re.sub(r'<div class="jp-InputArea\b.*?</pre>', " ", html, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_every_zh_page_has_its_language_a_switch_to_its_counterpart_and_alternate_links(tmp_path):
+    pages = build_both(tmp_path)
+    site = tmp_path / "site"
+    zh = [p for p in pages if p.parent == site / "zh"]
+    english = [p for p in pages if p.parent == site]
+    assert (
+        [p.name for p in zh]
+        == [p.name for p in english]
+        == [
+            "index.html",
+            "references.html",
+            "search.html",
+            "01_first.html",
+            "02_second.html",
+        ]
+    )
+    for page, other, lang, other_lang, name in [
+        *((p, site / p.name, "zh-CN", "en", "English") for p in zh),
+        *((p, site / "zh" / p.name, "en", "zh-CN", "简体中文") for p in english),
+    ]:
+        html = page.read_text()
+        assert f'<html lang="{lang}">' in html, page
+        switch = re.search(
+            r'<nav class="lang-switch" aria-label="[^"]+">'
+            r'<a href="([^"]+)" hreflang="([^"]+)" lang="([^"]+)"',
+            html,
+        )
+        assert switch, f"{page} has no language switch"
+        href, hreflang, attr = switch.groups()
+        assert (page.parent / href).resolve() == other.resolve() and other.exists(), (page, href)
+        assert hreflang == attr == other_lang and f">{name}</a>" in html
+        alternates = dict(
+            (m[0], (page.parent / m[1]).resolve())
+            for m in re.findall(r'<link rel="alternate" hreflang="([^"]+)" href="([^"]+)">', html)
+        )
+        assert alternates == {lang: page.resolve(), other_lang: other.resolve()}, page
+    home = (site / "zh" / "index.html").read_text()
+    assert 'href="../slides/zh/01_first.slides.html"' in home  # the zh pages link to the zh decks
+    assert 'href="../slides/zh/02_second.slides.html"' in (site / "zh" / "02_second.html").read_text()
+    assert "<title>01 · 第1章</title>" in (site / "zh" / "01_first.html").read_text()
+
+
+def test_the_zh_index_lists_each_chapter_with_its_chinese_line_and_no_english_interface(tmp_path):
+    """The zh index takes the chapters' lines from README.zh-CN.md, and no page of the zh site
+    shows an English string that the tools mark for translation."""
+    from tools import ui
+
+    pages = build_both(tmp_path)
+    home = (tmp_path / "site" / "zh" / "index.html").read_text()
+    rows = re.findall(r'<li><a href="(\d\d_\w+)\.html">([^<]+)</a> — (.*?)</li>', home)
+    assert [(stem, title) for stem, title, _ in rows] == [
+        ("01_first", "01 · 第1章"),
+        ("02_second", "02 · 第2章"),
+    ]
+    assert "第一件事：掩码" in rows[0][2] and "第二件事：多头注意力" in rows[1][2]
+    assert "它是什么，为谁而写。" in home and "English](README.md)" not in home
+    ours = ("tools/site.py", "tools/search.py", "tools/publish.py", "tools/slides.py")
+    marked = [m for m, where in ui.marked().items() if any(w[0] in ours for w in where)]
+    fragments = {
+        part.strip(" .:·,()")
+        for english in marked
+        if ui.text(english, "zh_CN") != english
+        for part in re.split(r"\{\w+\}|<[^>]+>", english)
+        if len(part.strip(" .:·,()")) >= 6
+    }
+    assert len(fragments) > 25
+    for page in pages:
+        if "zh" not in page.parent.name:
+            continue
+        text = _visible_text(page.read_text())
+        left = sorted(f for f in fragments if f in text)
+        assert not left, f"{page.name} shows untranslated interface text: {left}"
+
+
+def test_a_catalogue_missing_one_interface_string_stops_the_build_naming_it(tmp_path, monkeypatch):
+    from tools import ui
+    from tools.i18n import CatalogueError
+
+    full = dict(ui._translations("zh_CN"))
+    assert full.get("Run it on your machine"), "the catalogue translates it"
+    monkeypatch.setattr(
+        ui,
+        "_translations",
+        lambda lang, locale_dir=None: {k: v for k, v in full.items() if k != "Run it on your machine"},
+    )
+    with pytest.raises(CatalogueError, match=re.escape("'Run it on your machine'")):
+        build_both(tmp_path)
+
+
+def test_a_zh_readme_needs_its_chinese_headings_and_says_which_is_missing():
+    from tools.site import site_sections
+
+    sections = site_sections(README_ZH, "zh_CN")
+    assert sections["Two commands"].startswith("运行 `make lab`") and "给学生" not in sections
+    assert readme_summaries(sections["The notebooks"])["02_second"] == "第二件事：多头注意力"
+    with pytest.raises(SiteSourceError, match=re.escape('README.zh-CN.md has no section "## 两条命令"')):
+        site_sections(README_ZH.replace("## 两条命令", "## 两个命令"), "zh_CN")
+    with pytest.raises(SiteSourceError, match=re.escape('README.md has no section "## Two commands"')):
+        site_sections(README_ZH)  # the English headings are not the Chinese README's
+    with pytest.raises(ValueError, match="expected a language among"):
+        site_sections(README_ZH, "fr")
+    assert readme_sections("**[简体中文](README.zh-CN.md)**\n\n# T\n\nIntro.\n\n## A\n\nx")[""] == "Intro."
+
+
+def test_a_missing_zh_readme_stops_the_build_before_it_writes(tmp_path):
+    from tools.site import build_editions
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nbformat.write(explorer_notebook(), src / "01_first.ipynb")
+    write_sources(tmp_path)
+    with pytest.raises(SiteSourceError, match=re.escape("README.zh-CN.md is missing")):
+        build_editions(src, tmp_path / "site", None, tmp_path / "README.md", None, ["zh_CN"])
+    assert not (tmp_path / "site").exists()
+    with pytest.raises(ValueError, match=r"expected languages among \['zh_CN'\], got \['fr'\]"):
+        build_editions(src, tmp_path / "site", None, tmp_path / "README.md", None, ["fr"])
+
+
+def _node() -> str | None:
+    """A Node.js to run the search page's script with: Playwright's own (a dependency of the
+    browser test), else one on PATH."""
+    import shutil as sh
+
+    try:
+        from playwright._impl._driver import compute_driver_executable
+
+        node = compute_driver_executable()[0]
+        if Path(node).exists():
+            return str(node)
+    except ImportError:
+        pass
+    return sh.which("node")
+
+
+def search_with_node(entries: list[dict], query: str) -> list[str]:
+    """``page#anchor`` of each hit of :data:`tools.search.MATCH`'s ``searchHits``, best first."""
+    import json
+    import subprocess
+
+    from tools.search import MATCH
+
+    node = _node()
+    if node is None:
+        pytest.skip("no Node.js (Playwright's driver or node on PATH) to run the search script")
+    program = (
+        MATCH
+        + f"\nconst hits = searchHits({json.dumps(entries)}, {json.dumps(query)});"
+        + "\nconsole.log(JSON.stringify(hits.map(h => h.e.page + '#' + h.e.anchor)));"
+    )
+    done = subprocess.run([node, "-e", program], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_search_finds_chinese_words_without_spaces_and_english_as_before():
+    def entry(page: str, anchor: str, heading: str, text: str) -> dict:
+        return {"page": page, "title": page, "heading": heading, "anchor": anchor, "text": text}
+
+    entries = [
+        entry("03_masking.html", "a", "因果掩码", "每个查询只能查看它之前的键：掩码把其余位置挡住。"),
+        entry(
+            "05_mha.html", "b", "多头注意力", "多头注意力把模型宽度分给几个头，每个头做一次缩放点积注意力。"
+        ),
+        entry("01_dot.html", "c", "点积", "注意力权重由 softmax 得到。"),
+        entry("13_eff.html", "d", "Online softmax", "The online softmax keeps a running max and sum."),
+        entry("13_eff.html", "e", "Tiles", "Tiled attention with online softmax, memory linear in T."),
+    ]
+    assert search_with_node(entries, "掩码") == ["03_masking.html#a"]
+    assert search_with_node(entries, "多头注意力")[0] == "05_mha.html#b"
+    assert search_with_node(entries, "注意力") == ["05_mha.html#b", "01_dot.html#c"]
+    # A run of characters that no section holds whole matches by its character pairs, ranked
+    # after whole matches: 掩码 and 查询 both lie in 03's section, apart.
+    assert search_with_node(entries, "查询掩码") == ["03_masking.html#a"]
+    assert search_with_node(entries, "掩码头") == []
+    assert search_with_node(entries, "online softmax") == ["13_eff.html#d", "13_eff.html#e"]
+    assert search_with_node(entries, "ONLINE memory") == ["13_eff.html#e"]
+    assert search_with_node(entries, "softmax 权重") == ["01_dot.html#c"]
+
+
+def test_the_zh_search_page_searches_the_zh_index_in_chinese(tmp_path):
+    import json
+
+    build_both(tmp_path)
+    zh = tmp_path / "site" / "zh"
+    page = (zh / "search.html").read_text()
+    assert '<script src="search-index.js"></script>' in page and "<h1>搜索</h1>" in page
+    said = json.loads(re.search(r"window\.SEARCH_TEXT = (\{.*?\});", page)[1])
+    assert said["empty"] == "请输入一个或多个词。" and "{count}" in said["found"]
+    index = json.loads(
+        (zh / "search-index.js").read_text().removeprefix("window.SEARCH_INDEX = ").rstrip(";\n")
+    )
+    assert {e["page"] for e in index} == {"01_first.html", "02_second.html"}
+    assert search_with_node(index, "掩码")[0].startswith("01_first.html#")
+    assert search_with_node(index, "多头注意力")[0].startswith("02_second.html#")
+    english = (tmp_path / "site" / "search.html").read_text()
+    assert "Type one or more words." in english and "<h1>Search</h1>" in english
+
+
+def test_the_zh_decks_are_in_chinese_and_the_instructor_banner_too(tmp_path):
+    from tools.slides import build_decks
+
+    nbformat.write(nbformat.from_dict(zh_notebook("01_first", "因果掩码。")), tmp_path / "01_first.ipynb")
+    (deck,) = build_decks(tmp_path / "01_first.ipynb", tmp_path / "zh", lang="zh_CN")
+    html = deck.read_text()
+    shown = re.sub(r"<[^>]+>", "", html)
+    assert '<html lang="zh-CN">' in html and "<title>01 · 第1章（幻灯片）</title>" in html
+    assert "交互探索器默认视图的静态图：一个查询的权重条形图。" in html and "A still of" not in html
+    assert "answer = ...  # your prediction" in shown and "answer = 42" not in shown
+    (solved,) = build_decks(tmp_path / "01_first.ipynb", tmp_path / "solutions", solutions=True, lang="zh_CN")
+    html = solved.read_text()
+    assert '<p class="solutions-banner">教师版幻灯片：含参考答案</p>' in html
+    assert "answer = 42" in re.sub(r"<[^>]+>", "", html)
+    assert "<title>01 · 第1章 · 含参考答案的教师版（幻灯片）</title>" in html
+    english = build_decks(tmp_path / "01_first.ipynb", tmp_path / "en", solutions=True)[0].read_text()
+    assert '<html lang="en">' in english and "Instructor deck: contains solutions" in english
+
+
+def test_the_real_zh_edition_lists_all_chapters_with_chinese_lines(tmp_path):
+    """README.zh-CN.md and the catalogues give the zh index every chapter, each title and line in
+    Chinese (the notebooks translated as `make zh` does)."""
+    from tools.i18n import build
+    from tools.site import README_FILES, chapters, home_page, site_sections
+
+    readme = ROOT / README_FILES["zh_CN"]
+    if not readme.exists():
+        pytest.skip("README.zh-CN.md is not written yet")
+    english = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    sections = site_sections(readme.read_text(encoding="utf-8"), "zh_CN")
+    summaries = readme_summaries(sections["The notebooks"])
+    assert set(summaries) == {p.stem for p in english}, "one table row per notebook"
+    items = chapters(build(english, tmp_path, "zh_CN"), summaries)
+    assert len(items) == len(english) == 14
+    kept = {"Transformer"}  # a title that the glossary keeps in English
+    for ch in items:
+        assert CJK.search(ch.summary), ch
+        assert CJK.search(ch.title) or ch.title.split(" · ", 1)[1] in kept, ch
+    home = home_page(sections, items)
+    assert all(f'<a href="{ch.page}">' in home for ch in items)
+
+
+def test_a_line_break_between_chinese_characters_is_no_space_and_english_is_untouched():
+    from tools.publish import join_cjk_lines
+
+    source = (
+        "注意力让每个查询，\n查看每个键。\n\n## 标题\n正文\n\n- 项目，\n  继续\n\n"
+        "```\n代码\n代码\n```\n中文 `code`\n中文"
+    )
+    joined = join_cjk_lines(source)
+    assert "注意力让每个查询，查看每个键。" in joined and "- 项目，继续" in joined
+    assert "## 标题\n正文" in joined and "```\n代码\n代码\n```" in joined and "`code`\n中文" in joined
+    assert "<p>注意力让每个查询，查看每个键。</p>" in markdown_to_html(source)
+    english = "A line\nand the next.\n\n## Head\ntext"
+    assert join_cjk_lines(english) == english
+
+
+def test_the_zh_pages_open_the_chinese_student_edition_in_colab_and_binder(tmp_path):
+    from tools.links import Repo
+
+    build_both(tmp_path, repo=Repo("someone", "attention-series"))
+    zh = (tmp_path / "site" / "zh" / "01_first.html").read_text()
+    en = (tmp_path / "site" / "01_first.html").read_text()
+    assert (
+        "blob/student-edition/student-zh/01_first.ipynb" in zh and "labpath=student-zh%2F01_first.ipynb" in zh
+    )
+    assert "/student/01_first.ipynb" in en and "student-zh" not in en
+    assert "报告本页的问题" in zh and "Report a problem on this page" not in zh
+    body = re.search(r'issues/new\?title=[^"]*body=([^"&]*)', zh)[1]
+    assert "%E9%A1%B5%E9%9D%A2" in body  # 页面: the issue's body is in Chinese too
+
+
+def test_the_slides_command_builds_the_zh_decks_from_translated_notebooks(tmp_path, capsys):
+    from tools.publish import html_lang
+    from tools.slides import build_translated, main
+
+    (tmp_path / "en").mkdir()
+    (tmp_path / "zh").mkdir()
+    nbformat.write(explorer_notebook(), tmp_path / "en" / "01_first.ipynb")
+    nbformat.write(
+        nbformat.from_dict(zh_notebook("01_first", "因果掩码。")), tmp_path / "zh" / "01_first.ipynb"
+    )
+    argv = ["--lang", "zh_CN", "--from", str(tmp_path / "zh"), str(tmp_path / "en"), str(tmp_path / "out")]
+    assert main(argv) == 0
+    deck = (tmp_path / "out" / "01_first.slides.html").read_text()
+    assert '<html lang="zh-CN">' in deck and (tmp_path / "out" / "reveal.js" / "dist" / "reveal.js").exists()
+    assert "wrote" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"expected a language among \['zh_CN'\], got 'fr'"):
+        build_translated(tmp_path / "en", tmp_path / "fr", "fr")
+    with pytest.raises(ValueError, match="expected a language among"):
+        html_lang("fr")
+    assert html_lang(None) == "en" and html_lang("zh_CN") == "zh-CN"

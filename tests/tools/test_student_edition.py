@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tests import ROOT
+from tools.notes import LABELS, OPENS
 from tools.student import REASONING_PROMPT, REASONING_START, build, stub_source
 
 SOLUTION = '''import torch
@@ -141,9 +143,10 @@ def _kind(cell: dict) -> str:
         return "solution"
     if "reasoning" in cell["metadata"].get("tags", []):
         return "reasoning"
-    if cell["cell_type"] == "markdown" and source.startswith("### Exercise"):
+    # the English headings, and the Chinese edition's ("### 练习 1.1——...", "## 练习")
+    if cell["cell_type"] == "markdown" and source.startswith(("### Exercise", "### 练习")):
         return "statement"
-    if cell["cell_type"] == "markdown" and source.startswith("## Exercises"):
+    if cell["cell_type"] == "markdown" and re.match(r"## (Exercises|练习)\s", source + "\n"):
         return "intro"
     if cell["cell_type"] == "markdown" and source.startswith("## "):
         return "heading"
@@ -367,3 +370,210 @@ def test_the_instructor_deck_has_the_solutions(tmp_path):
     assert "53,760" in text  # exercise 5.4's answer, in the speaker notes
     assert text.index(SOLUTIONS_BANNER) < text.index("Multi-head")  # on the title slide
     assert deck.parent.name != "slides"
+
+
+# --- the Chinese student edition (make student STUDENT_LANG=zh_CN) --------------------------------
+
+ZH = "zh_CN"
+SET_LANGUAGE = f'attnlib.set_language("{ZH}")'
+ZH_REASONING_START = "**原因**："  # noqa: RUF001 (as the catalogues translate "**Why.** ")
+
+
+@pytest.fixture(scope="module")
+def zh_edition(tmp_path_factory, series_edition):
+    """Per notebook: the Chinese notebook (tools.i18n's build, as make zh writes it), its student
+    edition, the English student edition, and the name."""
+    from tools import i18n
+
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    zh_dir = tmp_path_factory.mktemp("zh")
+    i18n.build(notebooks, zh_dir, ZH)
+    target = tmp_path_factory.mktemp("student-zh")
+    report = build(zh_dir, target, ZH)
+    assert len(report["written"]) == len(notebooks) == 14
+    english = {name: student for _, student, name in series_edition}
+    return [
+        (
+            json.loads((zh_dir / p.name).read_text())["cells"],
+            json.loads((target / p.name).read_text())["cells"],
+            english[p.name],
+            p.name,
+        )
+        for p in notebooks
+    ]
+
+
+def test_no_answer_reaches_the_chinese_student_edition(zh_edition):
+    checked = 0
+    for original, student, _, name in zh_edition:
+        answers, _ = _answers(original)
+        text = "\n".join(_text(c) for c in student)
+        leaked = sorted(a for a in answers if a in text)
+        assert leaked == [], f"{name}: the Chinese student edition gives away {leaked[:5]}"
+        assert not any(c["metadata"].get("slideshow", {}).get("slide_type") == "notes" for c in student)
+        assert LABELS[ZH] not in text and OPENS[ZH] not in text, name  # the notes' label and wrapper
+        checked += len(answers)
+    assert checked >= 50 * len(zh_edition) // 2  # the scan has something to look for
+
+
+def test_the_chinese_scan_finds_what_a_plain_copy_would_give_away(zh_edition):
+    original = next(e[0] for e in zh_edition if e[3].startswith("05"))
+    answers, _ = _answers(original)
+    plain = "\n".join(_text(c) for c in original)
+    assert answers and all(a in plain for a in answers)
+    assert "53,760" in answers  # exercise 5.4's answer, quoted in the (Chinese) speaker notes
+    assert any("教师备注" in a for a in answers)  # the scan reads the notes as Chinese text
+
+
+def test_the_chinese_edition_keeps_every_other_cell_of_the_chinese_notebook(zh_edition):
+    from tools import ui
+    from tools.student import REASONING_PROMPT
+
+    prompt = ui.text(REASONING_PROMPT, ZH)
+    assert prompt != REASONING_PROMPT and prompt.startswith("**为什么**")
+    reasons = 0
+    for original, student, english, name in zh_edition:
+        by_id = {c["id"]: c for c in student}
+        assert [c["id"] for c in student] == [c["id"] for c in english], f"{name}: other cells dropped"
+        exercises = last_check_seen = False
+        for cell in original:
+            kind = _kind(cell)
+            exercises = exercises or kind == "intro"
+            last_check_seen = (last_check_seen or kind == "check") and kind not in ("statement", "heading")
+            after = by_id.get(cell["id"])
+            if after is None:
+                assert kind == "notes" or (exercises and last_check_seen and kind == "other"), (
+                    name,
+                    cell["id"],
+                )
+            elif kind == "solution":
+                assert after["metadata"]["tags"] == ["exercise"] and after["outputs"] == []
+                assert after["source"] == stub_source("".join(cell["source"]))
+            elif kind == "check":
+                assert after["source"] == cell["source"] and after["outputs"] == []
+            elif kind == "reasoning":
+                assert "".join(cell["source"]).startswith(ZH_REASONING_START), (name, cell["id"])
+                assert after["source"] == prompt and after["metadata"] == cell["metadata"]
+                reasons += 1
+            elif kind == "intro":
+                text = "".join(after["source"])
+                assert "`exercise`" in text and "solution" not in text, (name, text)
+                assert text.startswith("## 练习\n"), name
+            else:
+                assert after == cell, (name, cell["id"])
+    assert reasons >= 10
+
+
+def test_the_chinese_reasoning_prompt_stands_where_the_english_one_does(zh_edition):
+    from tools import ui
+    from tools.student import REASONING_PROMPT
+
+    prompt = ui.text(REASONING_PROMPT, ZH)
+    for _, student, english, name in zh_edition:
+        in_english = [c["id"] for c in english if "".join(c["source"]) == REASONING_PROMPT]
+        in_chinese = [c["id"] for c in student if "".join(c["source"]) == prompt]
+        assert in_chinese == in_english, name
+
+
+def test_the_chinese_edition_s_code_is_the_english_edition_s(zh_edition):
+    """Code cells, stubs and outputs included, are byte for byte the English student edition's,
+    except the one line that sets the feedback language in the set-up cell."""
+    for _, student, english, name in zh_edition:
+        english_by_id = {c["id"]: c for c in english}
+        code = [c for c in student if c["cell_type"] == "code"]
+        setups = [c for c in code if SET_LANGUAGE in "".join(c["source"]).split("\n")]
+        assert len(setups) == 1, f"{name}: one set-up cell sets the language"
+        for cell in code:
+            twin = copy.deepcopy(cell)
+            if cell is setups[0]:
+                lines = "".join(cell["source"]).split("\n")
+                lines.remove(SET_LANGUAGE)
+                twin["source"] = "\n".join(lines)
+                assert "".join(english_by_id[cell["id"]]["source"]) == twin["source"], name
+            twin["metadata"].pop("caption", None)  # translated alt text; the code is what must agree
+            theirs = copy.deepcopy(english_by_id[cell["id"]])
+            theirs["metadata"].pop("caption", None)
+            theirs["source"] = "".join(theirs["source"])
+            twin["source"] = "".join(twin["source"])
+            assert twin == theirs, (name, cell["id"])
+
+
+def test_the_chinese_edition_refuses_english_notebooks(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.student", "notebooks", str(tmp_path / "s"), "--lang", ZH],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1 and "expected a notebook in zh_CN" in out.stderr and "make zh" in out.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_chinese_student_notebook_runs_top_to_bottom_and_every_check_says_not_yet(zh_edition, tmp_path):
+    """The Chinese student edition of notebook 01 runs; each check's verdict has status "todo"
+    (read from the verdict objects, whatever words the feedback language gives them)."""
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell
+
+    from tools import i18n
+    from tools.student import student_notebook
+
+    source = next((ROOT / "notebooks").glob("01_*.ipynb"))
+    i18n.build([source], tmp_path, ZH)
+    nb = nbformat.from_dict(student_notebook(nbformat.read(tmp_path / source.name, as_version=4)))
+    nb.cells.append(
+        new_code_cell(
+            "import json\n"
+            'print(json.dumps({n: getattr(v, "status", None) for n, v in Out.items()}))\n'
+            "print(attnlib.language())"
+        )
+    )
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
+    ).execute()
+    statuses_text, language = _text(nb.cells[-1]).strip().splitlines()[-2:]
+    statuses = json.loads(statuses_text)
+    checks = [c for c in nb.cells if _kind(c) == "check"]
+    assert checks and language == ZH
+    assert [statuses.get(str(c.execution_count)) for c in checks] == ["todo"] * len(checks)
+
+
+def test_the_headings_and_the_intro_are_read_in_both_languages():
+    from tools.student import EXERCISE_HEADING, EXERCISES_HEADING, exercise_intro, language
+
+    assert EXERCISES_HEADING.match("## Exercises\n\nWrite ...") and EXERCISES_HEADING.match(
+        "## 练习\n\n把答案"
+    )
+    assert EXERCISES_HEADING.match("## 练习")
+    assert not EXERCISES_HEADING.match("### 练习 1.1——预测") and not EXERCISES_HEADING.match("## 练习题目")
+    assert EXERCISE_HEADING.match("### 练习 1.1——预测") and EXERCISE_HEADING.match(
+        "### Exercise 1.1 — predict"
+    )
+    assert not EXERCISE_HEADING.match("### 练习的答案")
+    zh = "## 练习\n\n把答案写在标签为 `solution` 的单元格中，然后运行它下面的检查。"  # noqa: RUF001
+    assert exercise_intro(zh, "exercise", "zh_CN") == zh.replace("`solution`", "`exercise`")
+    assert exercise_intro(zh, "exercise") == zh  # the English rules leave Chinese alone
+    english = "## Exercises\n\nEach exercise has a cell for your answer, tagged `solution`, and a check."
+    assert "tagged `exercise`," in exercise_intro(english, "exercise")
+    assert language({"metadata": {}}) == "en"
+    assert language({"metadata": {"attnlib": {"language": "zh_CN"}}}) == "zh_CN"
+
+
+def test_the_english_edition_needs_only_the_standard_library(tmp_path):
+    """`python -S` (no site-packages: no Babel, no nbformat) builds it, as the workflow runs it."""
+    (tmp_path / "src").mkdir()
+    make_notebook(tmp_path / "src")
+    subprocess.run(
+        [sys.executable, "-S", "-m", "tools.student", str(tmp_path / "src"), str(tmp_path / "out")],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    assert json.loads((tmp_path / "out" / "03_demo.ipynb").read_text())["cells"][2]["metadata"]["tags"] == [
+        "exercise"
+    ]
+
+
+def test_a_folder_without_notebooks_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="expected notebooks"):
+        build(tmp_path, tmp_path / "out")

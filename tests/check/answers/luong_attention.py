@@ -107,6 +107,14 @@ def local_m(scores, mask, d, step, *, strict=False, after=False, pad=True, gauss
     return weights
 
 
+def lm_clamped(scores, mask, half_window, step):
+    """p_t clamped into the source, min(t, Ts - 1): a step past its end still sees the last tokens."""
+    positions = torch.arange(scores.shape[-1])
+    steps = (step + torch.arange(scores.shape[1])).clamp(max=scores.shape[-1] - 1)
+    visible = ((positions - steps[:, None]).abs() <= half_window) & mask[:, None, :]
+    return torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1).nan_to_num(0.0)
+
+
 def concat_slip(**knobs):
     """The concat score with one of its knobs turned to a typical mistake."""
     return lambda *a: _concat(*a, **knobs)
@@ -169,6 +177,7 @@ WRONG = {
         (lambda s, m, d, t: local_m(s, m, d, t, pad=False), "also leave out the padding"),
         (lambda s, m, d, t: local_m(s, m, d, t, gaussian=True), "local-m has no Gaussian"),
         (lambda s, m, d, t: local_m(s, m, d, t, nan_rows=True), "give such rows zero weights"),
+        (lm_clamped, "do not move its window back into the sentence"),
         (  # the window in the softmax, the padding zeroed after it
             lambda s, m, d, t: local_m(s, m, d, t, pad=False) * m[:, None, :],
             "does not sum to 1 along the last axis",

@@ -49,6 +49,13 @@ RIGHT = {
 # ----------------------------------------------------------------------------- typical mistakes
 
 
+def exp_times_mask_without_max(scores, mask):
+    """exp, the hidden keys zeroed, over the sum plus a little: no NaN on a fully masked row, but
+    exp(1000) is inf."""
+    e = torch.exp(scores) * mask
+    return e / (e.sum(dim=-1, keepdim=True) + 1e-9)
+
+
 def _pairs(t):
     return torch.arange(t)[:, None], torch.arange(t)[None, :]
 
@@ -110,6 +117,7 @@ WRONG = {
             lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1) * m,
             "does not sum to 1 along the last axis",
         ),
+        (exp_times_mask_without_max, "exp(1000) overflows to inf"),
     ],
 }
 

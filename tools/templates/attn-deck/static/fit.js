@@ -18,17 +18,24 @@
   function cutPoint(slide, limit) {
     var scale = Reveal.getScale(), top = slide.getBoundingClientRect().top;
     function bottom(rect) { return (rect.bottom - top) / scale; }
-    var box = slide;  // a first block never moves on alone: where it is too tall, cut inside it
+    // A block ends below its margin: a last paragraph that ends just above the limit can still
+    // push the slide past its frame by its bottom margin (and the slide would then be zoomed).
+    function end(el) { return bottom(el.getBoundingClientRect()) + parseFloat(getComputedStyle(el).marginBottom); }
+    function before(el) {
+      var range = document.createRange();
+      range.setStartBefore(el);
+      return range;
+    }
+    // A first block never moves on alone: where it is too tall, cut inside it; where nothing
+    // inside it runs past the limit (only its own padding or margin does), cut after it.
+    var box = slide, after = null;
     for (;;) {
       var list = Array.prototype.filter.call(box.children, shown);
-      var k = list.findIndex(function (el) { return bottom(el.getBoundingClientRect()) > limit; });
-      if (k < 0) return null;
-      if (k > 0) {
-        var range = document.createRange();
-        range.setStartBefore(list[k]);
-        return range;
-      }
-      if (list[0].tagName === "PRE") return lineCut(list[0], bottom, limit);
+      var k = list.findIndex(function (el) { return end(el) > limit; });
+      if (k < 0) return after;
+      if (k > 0) return before(list[k]);
+      if (list.length > 1) after = before(list[1]);
+      if (list[0].tagName === "PRE") return lineCut(list[0], bottom, limit) || after;
       box = list[0];
     }
   }
