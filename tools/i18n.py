@@ -404,19 +404,94 @@ def _shown(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
 
 
-def template(notebook: Path, lang: str = DEFAULT_LANG) -> Catalog:
-    """A catalogue of the notebook's units with empty translations, in the notebook's order."""
-    nb = nbformat.read(notebook, as_version=4)
-    shown = _shown(notebook)
+def new_catalogue(lang: str, project: str, header: str) -> Catalog:
+    """An empty catalogue of ``lang`` dated now, ``header`` as its comment: every catalogue's start
+    (the notebooks', README's, site.po and attnlib.po)."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    catalog = Catalog(
+    return Catalog(
         locale=lang,
-        project=shown,
-        header_comment="\n".join(f"# {line}" for line in HEADER.format(notebook=shown).splitlines()),
+        project=project,
+        header_comment="\n".join(f"# {line}" for line in header.splitlines()),
         creation_date=now,
         revision_date=now,
         fuzzy=False,
     )
+
+
+def merge_into(path: Path, fresh: Catalog) -> None:
+    """Write ``fresh`` (every unit, untranslated) to ``path``, or update the catalogue there with it
+    (Babel's ``Catalog.update``): translations kept, a changed entry fuzzy, one whose English is
+    gone obsolete if it had a translation; an obsolete entry whose English is back is dropped."""
+    if not Path(path).exists():
+        write_catalogue(fresh, path)
+        return
+    catalog = read_catalogue(path)
+    before = {(m.id, m.context): m for m in catalog if m.id}
+    catalog.update(fresh, update_creation_date=False)
+    for message in catalog:
+        # Catalog.update forgets the previous English of an entry that was fuzzy already
+        old = before.get((message.id, message.context))
+        if message.id and message.fuzzy and not message.previous_id and old is not None:
+            message.previous_id = old.previous_id
+    current = {(m.id, m.context) for m in catalog if m.id}
+    for key, message in list(catalog.obsolete.items()):
+        if not message.string or (message.id, message.context) in current:
+            del catalog.obsolete[key]
+    write_catalogue(catalog, path)
+
+
+def add_translations_to(path: Path, translations: dict[str, str], how_to_add: str) -> None:
+    """Write ``translations`` (English -> translation) into the catalogue at ``path`` under its
+    lock (:class:`Locked`). English it has no entry for is a KeyError (``how_to_add`` says how to
+    give it one), and a translation that fails :func:`check_translation` (placeholders included)
+    a ValueError, both naming the strings; nothing is written then."""
+    with Locked(path):
+        catalog = read_catalogue(path)
+        unknown = [english for english in translations if catalog.get(english) is None]
+        if unknown:
+            raise KeyError(f"{Path(path).name} has no entry for {unknown!r}: {how_to_add}")
+        broken = {
+            english: problems
+            for english, translated in translations.items()
+            if (problems := check_translation(english, translated, placeholders=True))
+        }
+        if broken:
+            raise ValueError(f"expected translations that keep what must pass through, got {broken!r}")
+        for english, translated in translations.items():
+            message = catalog.get(english)
+            message.string = translated
+            message.flags.discard("fuzzy")
+        write_catalogue(catalog, path)
+
+
+class Locked:
+    """An exclusive lock on ``<catalogue>.po.lock`` for the duration of a ``with`` block, so that
+    writers at once (helpers translating in parallel) keep each other's entries. The lock file
+    stays: removing it would let two writers lock two files."""
+
+    def __init__(self, path: Path):
+        self.lock = Path(path).with_suffix(".po.lock")
+
+    def __enter__(self) -> Locked:
+        import fcntl
+
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.lock, "w")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def template(notebook: Path, lang: str = DEFAULT_LANG) -> Catalog:
+    """A catalogue of the notebook's units with empty translations, in the notebook's order."""
+    nb = nbformat.read(notebook, as_version=4)
+    shown = _shown(notebook)
+    catalog = new_catalogue(lang, shown, HEADER.format(notebook=shown))
     for unit in units_of(nb):
         catalog.add(
             unit.msgid,
@@ -480,23 +555,7 @@ def update_catalogue(notebook: Path, lang: str = DEFAULT_LANG, locale_dir: Path 
     holds nothing worth keeping otherwise).
     """
     path = catalogue_path(notebook, lang, locale_dir)
-    fresh = template(notebook, lang)
-    if not path.exists():
-        write_catalogue(fresh, path)
-        return path
-    catalog = read_catalogue(path)
-    before = {(m.id, m.context): m for m in catalog if m.id}
-    catalog.update(fresh, update_creation_date=False)
-    for message in catalog:
-        # Catalog.update forgets the previous English of an entry that was fuzzy already
-        old = before.get((message.id, message.context))
-        if message.id and message.fuzzy and not message.previous_id and old is not None:
-            message.previous_id = old.previous_id
-    current = {(m.id, m.context) for m in catalog if m.id}
-    for key, message in list(catalog.obsolete.items()):
-        if not message.string or (message.id, message.context) in current:
-            del catalog.obsolete[key]
-    write_catalogue(catalog, path)
+    merge_into(path, template(notebook, lang))
     return path
 
 

@@ -23,9 +23,7 @@ file lock (several translators at once):
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages import Catalog
@@ -82,15 +80,9 @@ def marked(sources: Path = SOURCES) -> dict[str, list[str]]:
 
 def template(lang: str, sources: Path = SOURCES) -> Catalog:
     """A fresh catalogue of ``lang`` with every marked string, untranslated, sorted by module."""
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-    catalog = Catalog(
-        locale=lang,
-        project="attnlib",
-        header_comment="\n".join(f"# {line}" for line in HEADER.splitlines()),
-        creation_date=now,
-        revision_date=now,
-        fuzzy=False,
-    )
+    from tools.i18n import new_catalogue
+
+    catalog = new_catalogue(lang, "attnlib", HEADER)
     for message, where in sorted(marked(sources).items(), key=lambda item: (item[1][0], item[0])):
         catalog.add(message, "", locations=[(path, None) for path in where])
     return catalog
@@ -124,54 +116,29 @@ def update(lang: str, locale_dir: Path = LOCALE_DIR, sources: Path = SOURCES) ->
     Translations are kept; an entry whose English changed is fuzzy (with its previous English);
     one whose English is gone becomes obsolete if it had a translation, and is dropped if not.
     """
-    from tools.i18n import read_catalogue, write_catalogue
+    from tools.i18n import Locked, merge_into
 
     path = catalogue_path(lang, locale_dir)
-    fresh = template(lang, sources)
-    with _Locked(path):
-        if path.exists():
-            catalog = read_catalogue(path)
-            catalog.update(fresh, update_creation_date=False)
-            live = {m.id for m in catalog if m.id}
-            for key, message in list(catalog.obsolete.items()):
-                if not message.string or message.id in live:  # nothing to keep, or marked again
-                    del catalog.obsolete[key]
-        else:
-            catalog = fresh
-        write_catalogue(catalog, path)
+    with Locked(path):
+        merge_into(path, template(lang, sources))
         compile_catalogue(lang, locale_dir)
     return path
 
 
 def add_translations(lang: str, translations: Mapping[str, str], locale_dir: Path = LOCALE_DIR) -> Path:
     """Write ``translations`` (English -> translation) into the catalogue under a file lock, so that
-    translators writing at once keep each other's entries; its path. English the catalogue does not
-    hold is a KeyError, and a translation that fails ``tools.i18n.check_translation`` (a code span,
-    formula or ``{placeholder}`` changed) a ValueError, both naming the strings; nothing is written then.
+    translators writing at once keep each other's entries, and compile it; its path. English the
+    catalogue does not hold is a KeyError, and a translation that fails
+    ``tools.i18n.check_translation`` (a code span, formula or ``{placeholder}`` changed) a
+    ValueError, both naming the strings; nothing is written then.
     """
-    from tools.i18n import check_translation, read_catalogue, write_catalogue
+    from tools.i18n import Locked, add_translations_to
 
     path = catalogue_path(lang, locale_dir)
-    with _Locked(path):
-        catalog = read_catalogue(path)
-        unknown = [english for english in translations if catalog.get(english) is None]
-        if unknown:
-            raise KeyError(
-                f"{path.name} has no entry for {unknown!r}: mark it where attnlib writes it and run "
-                "tools.lib_catalogue.update"
-            )
-        broken = {
-            english: problems
-            for english, translated in translations.items()
-            if (problems := check_translation(english, translated, placeholders=True))
-        }
-        if broken:
-            raise ValueError(f"expected translations that keep what must pass through, got {broken!r}")
-        for english, translated in translations.items():
-            message = catalog.get(english)
-            message.string = translated
-            message.flags.discard("fuzzy")
-        write_catalogue(catalog, path)
+    add_translations_to(
+        path, dict(translations), "mark it where attnlib writes it and run tools.lib_catalogue.update"
+    )
+    with Locked(path):
         compile_catalogue(lang, locale_dir)
     return path
 
@@ -186,21 +153,3 @@ def entries_by_module(lang: str, locale_dir: Path = LOCALE_DIR) -> dict[str, int
             module = message.locations[0][0] if message.locations else "?"
             counts[module] = counts.get(module, 0) + 1
     return counts
-
-
-class _Locked:
-    """An exclusive lock on ``<catalogue>.po.lock`` for the duration of a ``with`` block (as
-    tools/ui.py's; the file stays, since removing it would let two writers lock two files)."""
-
-    def __init__(self, path: Path):
-        self.lock = Path(path).with_suffix(".po.lock")
-
-    def __enter__(self):
-        self.lock.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(self.lock, "w")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()

@@ -38,7 +38,6 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages import Catalog
@@ -141,15 +140,7 @@ def units_of(readme: str) -> list[Unit]:
 
 def template(readme: str, lang: str) -> Catalog:
     """A catalogue of README's units with empty translations, in README's order."""
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-    catalog = Catalog(
-        locale=lang,
-        project="README.md",
-        header_comment="\n".join(f"# {line}" for line in HEADER.splitlines()),
-        creation_date=now,
-        revision_date=now,
-        fuzzy=False,
-    )
+    catalog = i18n.new_catalogue(lang, "README.md", HEADER)
     for unit in units_of(readme):
         catalog.add(
             unit.msgid, "", locations=[("README.md", None)], auto_comments=[unit.kind], context=unit.context
@@ -160,17 +151,7 @@ def template(readme: str, lang: str) -> Catalog:
 def update_catalogue(lang: str, source: Path = SOURCE, locale_dir: Path = i18n.LOCALE_DIR) -> Path:
     """Create or update the catalogue (as :func:`tools.i18n.update_catalogue` does a notebook's); its path."""
     path = catalogue_path(lang, locale_dir)
-    fresh = template(Path(source).read_text(encoding="utf-8"), lang)
-    if not path.exists():
-        i18n.write_catalogue(fresh, path)
-        return path
-    catalog = i18n.read_catalogue(path)
-    catalog.update(fresh, update_creation_date=False)
-    current = {(m.id, m.context) for m in catalog if m.id}
-    for key, message in list(catalog.obsolete.items()):
-        if not message.string or (message.id, message.context) in current:
-            del catalog.obsolete[key]
-    i18n.write_catalogue(catalog, path)
+    i18n.merge_into(path, template(Path(source).read_text(encoding="utf-8"), lang))
     return path
 
 

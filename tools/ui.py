@@ -15,9 +15,7 @@ none (the build refuses rather than publish half-translated pages).
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -58,15 +56,9 @@ def marked(sources: Path = SOURCES) -> dict[str, list[tuple[str, int]]]:
 
 
 def template(lang: str, sources: Path = SOURCES) -> Catalog:
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-    catalog = Catalog(
-        locale=lang,
-        project="tools (site, decks, student edition)",
-        header_comment="\n".join(f"# {line}" for line in HEADER.splitlines()),
-        creation_date=now,
-        revision_date=now,
-        fuzzy=False,
-    )
+    from tools.i18n import new_catalogue
+
+    catalog = new_catalogue(lang, "tools (site, decks, student edition)", HEADER)
     for message, where in sorted(marked(sources).items(), key=lambda item: item[1][0]):
         catalog.add(message, "", locations=[(path, None) for path, _ in where])
     return catalog
@@ -75,21 +67,11 @@ def template(lang: str, sources: Path = SOURCES) -> Catalog:
 def update(lang: str, locale_dir: Path = LOCALE_DIR, sources: Path = SOURCES) -> Path:
     """Create or update ``locale/<lang>/site.po`` from the marked strings (as ``tools.i18n`` does a
     notebook's catalogue); its path."""
-    from tools.i18n import read_catalogue, write_catalogue
+    from tools.i18n import Locked, merge_into
 
     path = catalogue_path(lang, locale_dir)
-    fresh = template(lang, sources)
-    with _Locked(path):
-        if not path.exists():
-            write_catalogue(fresh, path)
-            return path
-        catalog = read_catalogue(path)
-        catalog.update(fresh, update_creation_date=False)
-        live = {m.id for m in catalog if m.id}
-        for key, message in list(catalog.obsolete.items()):
-            if not message.string or message.id in live:  # nothing to keep, or marked again
-                del catalog.obsolete[key]
-        write_catalogue(catalog, path)
+    with Locked(path):
+        merge_into(path, template(lang, sources))
     _translations.cache_clear()
     return path
 
@@ -97,38 +79,12 @@ def update(lang: str, locale_dir: Path = LOCALE_DIR, sources: Path = SOURCES) ->
 def add_translations(lang: str, translations: Mapping[str, str], locale_dir: Path = LOCALE_DIR) -> Path:
     """Write ``translations`` (English -> translation) into the catalogue, under a file lock so
     that two writers at once do not lose each other's entries; unknown English is an error."""
-    from tools.i18n import read_catalogue, write_catalogue
+    from tools.i18n import add_translations_to
 
     path = catalogue_path(lang, locale_dir)
-    with _Locked(path):
-        catalog = read_catalogue(path)
-        unknown = [english for english in translations if catalog.get(english) is None]
-        if unknown:
-            raise KeyError(f"{path.name} has no entry for {unknown!r}: mark it N_(...) and run make po")
-        for english, translated in translations.items():
-            message = catalog.get(english)
-            message.string = translated
-            message.flags.discard("fuzzy")
-        write_catalogue(catalog, path)
+    add_translations_to(path, dict(translations), "mark it N_(...) and run make po")
     _translations.cache_clear()
     return path
-
-
-class _Locked:
-    """An exclusive lock on ``<catalogue>.lock`` for the duration of a ``with`` block."""
-
-    def __init__(self, path: Path):
-        self.lock = Path(path).with_suffix(".po.lock")
-
-    def __enter__(self):
-        self.lock.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(self.lock, "w")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()  # the file stays: removing it would let two writers lock two files
 
 
 @cache
