@@ -141,15 +141,3 @@ def add_translations(lang: str, translations: Mapping[str, str], locale_dir: Pat
     with Locked(path):
         compile_catalogue(lang, locale_dir)
     return path
-
-
-def entries_by_module(lang: str, locale_dir: Path = LOCALE_DIR) -> dict[str, int]:
-    """How many entries of the catalogue each module holds (an entry counts for its first module)."""
-    from tools.i18n import read_catalogue
-
-    counts: dict[str, int] = {}
-    for message in read_catalogue(catalogue_path(lang, locale_dir)):
-        if message.id:
-            module = message.locations[0][0] if message.locations else "?"
-            counts[module] = counts.get(module, 0) + 1
-    return counts

@@ -44,6 +44,8 @@ import re
 import sys
 from pathlib import Path
 
+from .ui import N_  # the marker only: tools.ui imports Babel where a catalogue is made
+
 SOLUTION_TAG = "solution"
 EXERCISE_TAG = "exercise"
 NOTES = "notes"
@@ -51,12 +53,6 @@ REASONING_TAG = "reasoning"
 #: How a ``reasoning`` cell starts in the notebooks (the model answer), and what the student edition
 #: puts in its place (nbgrader's ``ClearSolutions.text_stub`` in the course, so the release matches).
 REASONING_START = "**Why.** "
-
-
-def N_(english: str) -> str:  # noqa: N802 (gettext's name)
-    """Mark ``english`` for ``locale/<lang>/site.po`` (as :func:`tools.ui.N_` does, which this
-    module cannot import: tools.ui needs Babel, and the English edition runs on the standard library)."""
-    return english
 
 
 REASONING_PROMPT = N_(

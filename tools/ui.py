@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from babel.messages import Catalog
-from babel.messages.extract import extract_from_dir
+if TYPE_CHECKING:
+    from babel.messages import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE_DIR = ROOT / "locale"
@@ -44,6 +45,8 @@ def catalogue_path(lang: str, locale_dir: Path = LOCALE_DIR) -> Path:
 
 def marked(sources: Path = SOURCES) -> dict[str, list[tuple[str, int]]]:
     """Every marked string in ``sources`` (Babel's Python extractor), with where it is marked."""
+    from babel.messages.extract import extract_from_dir  # Babel: only where a catalogue is made
+
     found: dict[str, list[tuple[str, int]]] = {}
     for filename, lineno, message, _comments, _context in extract_from_dir(
         str(sources),
