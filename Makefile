@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine that has only python3:
 #   make lab    build .venv if needed, then open JupyterLab on the notebooks
 #   make test   build .venv if needed, then lint, and the unit tests and nbval on every notebook
-#               (on a second CPU code path, so outputs that depend on the CPU fail here)
+#               (on a second CPU code path, so outputs that depend on the CPU fail here); CI also
+#               runs make test-publish, the published editions in a browser, JupyterLab and nbgrader
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -11,7 +12,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The nbgrader layer over .venv (see `course` below). Set here, before any rule names it: make
 # expands a rule's prerequisites when it reads the rule, so a later definition would leave
-# `test: $(COURSE_STAMP)` without it.
+# `test-publish: $(COURSE_STAMP)` without it.
 COURSE_VENV  := .venv-course
 COURSE_STAMP := $(COURSE_VENV)/.installed
 NB     ?= notebooks
@@ -28,7 +29,7 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-cell-timeout=600 --no-loadscope-reorder \
               --nbval-sanitize-with=nbval_sanitize.cfg
 
-.PHONY: help venv lab test lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links po zh compat lock course course-test lock-course clean
+.PHONY: help venv lab test test-publish lint unit nbval nbval-portable nbval-plain claims execute bench student slides slides-solutions site links po zh compat lock course course-test lock-course clean
 
 # Stored outputs must hold on every x86-64 CPU (docs/outputs.md, "Outputs that hold on every CPU").
 # `make execute` writes them on EXECUTE_PATH (ATen's non-vectorised kernels unless told otherwise,
@@ -49,9 +50,11 @@ LAB_ARGS ?=
 help:
 	@echo "make lab       set up .venv (first time only) and open JupyterLab"
 	@echo "make test      set up .venv (first time only), then ruff, and the unit tests and nbval-portable in one run"
+	@echo "make test-publish  the published editions: every deck and site page in Chromium (both languages),"
+	@echo "               JupyterLab in Chromium, nbgrader grading 01, the student editions run (CI runs it too)"
 	@echo "make venv      set up .venv only (the other targets do it when needed)"
 	@echo "make lint      ruff check and format check"
-	@echo "make unit      the unit tests only (tests/, on this CPU's own code path)"
+	@echo "make unit      the unit tests only (tests/ but for make test-publish's, on this CPU's own code path)"
 	@echo "make nbval     nbval on this CPU's own code path (NB=path for one notebook)"
 	@echo "make nbval-portable  nbval on a CPU path other than the stored outputs' (as make test runs it)"
 	@echo "make nbval-plain     nbval on ATen's non-vectorised path, which every x86-64 CPU can take"
@@ -139,8 +142,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check attnlib tools tests benchmarks conftest.py
 	$(BIN)/ruff format --check attnlib tools tests benchmarks conftest.py
 
+# `make test` leaves out the tests marked `publish` (pyproject.toml): they check what is published
+# from the notebooks (every deck and site page in Chromium in both languages, JupyterLab in
+# Chromium, nbgrader grading 01, the student editions run top to bottom) and take longer than all
+# the rest together (about 370 of 830 worker-seconds on the 2-core machine). `make test-publish`
+# runs them; .ci/run runs it after `make test`, so CI still checks everything.
+NOT_PUBLISH := -m "not publish"
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -n 2
+	$(BIN)/python -m pytest tests -q -n 2 $(NOT_PUBLISH)
 
 # Each run ends with a table of seconds per notebook against its budget (conftest.py).
 NBVAL_RUN = $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NB)
@@ -163,8 +172,12 @@ claims: $(STAMP)
 # The unit tests and nbval-portable in one pytest session: both workers stay busy to the end
 # (two sessions in a row leave one worker idle while the other finishes the Chromium walk),
 # and the unit tests run on the second code path too. conftest.py orders the work.
-test: lint $(COURSE_STAMP)
-	$(call PATH_ENV,$(TEST_PATH)) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q tests $(NB)
+test: lint
+	$(call PATH_ENV,$(TEST_PATH)) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadfile -q $(NOT_PUBLISH) tests $(NB)
+
+# The published editions (the tests marked `publish`); nbgrader runs from .venv-course, built here.
+test-publish: $(STAMP) $(COURSE_STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m publish tests
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
 execute: $(STAMP)
@@ -199,7 +212,7 @@ student: $(STAMP)
 # .venv-course is a layer over .venv: it holds only requirements-course.txt (nbgrader and what it
 # adds, exact pins, installed --no-deps); tools/venv_layer.py, copied in, puts .venv's packages
 # after its own on sys.path and .venv's Jupyter data and config after its own, so every series pin
-# is the one of .venv (seconds to build, against a minute for a second full environment). `make test` grades one notebook with it (tests/tools/test_course.py);
+# is the one of .venv (seconds to build, against a minute for a second full environment). `make test-publish` grades one notebook with it (tests/tools/test_course.py);
 # `make course-test` grades all 14, two at a time.
 COURSE       ?= build/course
 COURSE_DRAWS ?= 1000

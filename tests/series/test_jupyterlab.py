@@ -30,7 +30,10 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 NARROW = {"width": 1024, "height": 768}
 MIN_TRACK_PX = 100
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+pytestmark = [
+    pytest.mark.publish,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+]
 
 CELLS = [
     "import torch\nfrom attnlib import viz\ntokens = 'your journey starts with one step'.split()",

@@ -586,6 +586,7 @@ def _accessibility_violations(page) -> list[str]:
     ]
 
 
+@pytest.mark.publish
 @pytest.mark.parametrize("lang", ["en", "zh_CN"])
 def test_every_deck_and_site_page_in_chromium(built, lang):
     from playwright.sync_api import sync_playwright

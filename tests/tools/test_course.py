@@ -1,7 +1,7 @@
 """The nbgrader course (tools/course.py, docs/grading.md): its release is the student edition, and
 nbgrader's own commands grade four submissions as the docs say.
 
-The nbgrader test runs nbgrader from .venv-course (`make test` builds it) on one notebook;
+The nbgrader test runs nbgrader from .venv-course (`make test-publish` builds it) on one notebook;
 `make course-test` (COURSE_NOTEBOOKS=all) runs it on all 14, a few minutes each.
 """
 
@@ -271,6 +271,7 @@ def test_the_course_pins_add_nbgrader_to_the_series_pins():
     assert "nbgrader" not in (ROOT / "requirements.in").read_text(), "make lab must not install nbgrader"
 
 
+@pytest.mark.publish
 @pytest.mark.skipif(not (COURSE_BIN / "python").exists(), reason="needs .venv-course: make course-test")
 def test_the_course_venv_has_both_sets_of_pins_and_pip_check_is_clean():
     code = (
@@ -410,6 +411,7 @@ def _wrong(name: str, release: dict) -> tuple[str, str, str]:
 CHOSEN = [p for p in NOTEBOOKS if os.environ.get("COURSE_NOTEBOOKS") == "all" or p.stem == CI_NOTEBOOK]
 
 
+@pytest.mark.publish
 @pytest.mark.skipif(not (COURSE_BIN / "nbgrader").exists(), reason="needs .venv-course: make course-test")
 @pytest.mark.parametrize("path", CHOSEN, ids=lambda p: p.stem)
 def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_path, path):
@@ -521,14 +523,22 @@ def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_p
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_test_builds_the_course_layer_it_grades_with():
-    """`make test` depends on .venv-course (else the nbgrader test above is skipped on a fresh clone):
-    make expands a rule's prerequisites when it reads it, so COURSE_STAMP must be set before `test:`."""
+def test_make_test_publish_builds_the_course_layer_it_grades_with():
+    """`make test-publish` depends on .venv-course (else the nbgrader test above is skipped on a fresh
+    clone), and runs that test: make expands a rule's prerequisites when it reads it, so COURSE_STAMP
+    must be set before `test-publish:`. `make test` leaves the publish tests out and needs no nbgrader."""
     database = subprocess.run(
         ["make", "-pnq", "--no-print-directory", "-f", "Makefile", "no-such-target"],
         cwd=ROOT,
         capture_output=True,
         text=True,
     ).stdout
-    test_rule = next(line for line in database.splitlines() if line.startswith("test:"))
-    assert ".venv-course/.installed" in test_rule.split(), test_rule
+    rules = {
+        line.split(":")[0]: line
+        for line in database.splitlines()
+        if line.startswith(("test:", "test-publish:"))
+    }
+    assert ".venv-course/.installed" in rules["test-publish"].split(), rules["test-publish"]
+    assert ".venv-course/.installed" not in rules["test"].split(), rules["test"]
+    marks = test_nbgrader_releases_the_student_edition_and_grades_four_submissions.pytestmark
+    assert "publish" in [mark.name for mark in marks]

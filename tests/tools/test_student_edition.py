@@ -275,6 +275,7 @@ def test_everything_else_is_the_same_cells(series_edition):
         assert len(stubs) == len(solutions)
 
 
+@pytest.mark.publish
 def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
     """The student edition of notebook 01 runs: every check says "not yet" instead of failing."""
     from nbclient import NotebookClient
@@ -512,6 +513,7 @@ def test_the_chinese_edition_refuses_english_notebooks(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.publish
 def test_a_chinese_student_notebook_runs_top_to_bottom_and_every_check_says_not_yet(zh_edition, tmp_path):
     """The Chinese student edition of notebook 01 runs; each check's verdict has status "todo"
     (read from the verdict objects, whatever words the feedback language gives them)."""
