@@ -51,7 +51,8 @@ help:
 	@echo "make lab       set up .venv (first time only) and open JupyterLab"
 	@echo "make test      set up .venv (first time only), then ruff, and the unit tests and nbval-portable in one run"
 	@echo "make test-publish  the published editions: every deck and site page in Chromium (both languages),"
-	@echo "               JupyterLab in Chromium, nbgrader grading 01, the student editions run (CI runs it too)"
+	@echo "               JupyterLab in Chromium, nbgrader grading 01, the student and Chinese editions' 01 run"
+	@echo "               top to bottom (CI runs it after make test)"
 	@echo "make venv      set up .venv only (the other targets do it when needed)"
 	@echo "make lint      ruff check and format check"
 	@echo "make unit      the unit tests only (tests/ but for make test-publish's, on this CPU's own code path)"
@@ -144,8 +145,8 @@ lint: $(STAMP)
 
 # `make test` leaves out the tests marked `publish` (pyproject.toml): they check what is published
 # from the notebooks (every deck and site page in Chromium in both languages, JupyterLab in
-# Chromium, nbgrader grading 01, the student editions run top to bottom) and take longer than all
-# the rest together (about 370 of 830 worker-seconds on the 2-core machine). `make test-publish`
+# Chromium, nbgrader grading 01, the student editions' and the Chinese edition's 01 run top to
+# bottom) and took about 375 of a fresh run's 830 worker-seconds on the 2-core machine. `make test-publish`
 # runs them; .ci/run runs it after `make test`, so CI still checks everything.
 NOT_PUBLISH := -m "not publish"
 unit: $(STAMP)

@@ -4,8 +4,9 @@ A Chinese student runs the same code as an English one but for one line: the set
 attnlib's feedback language. So the edition's code cells are tested equal to the English ones
 (all 14 notebooks, every run of make test), the English notebooks are run by nbval as always,
 every message a check can give is tested in Chinese by tests/lib/test_i18n.py and
-tests/tools/test_lib_catalogue.py, and one Chinese notebook, 01, is run top to bottom here; the
-whole edition runs with ``make zh`` (docs/translation.md gives its time).
+tests/tools/test_lib_catalogue.py, and one Chinese notebook, 01, is run top to bottom here (in
+make test-publish, with the other editions' runs); the whole edition runs with ``make zh``
+(docs/translation.md gives its time).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def test_outputs_that_do_not_depend_on_the_language_compare_equal():
     assert i18n.differing_cells(chinese, english) == [cell.id]
 
 
+@pytest.mark.publish
 def test_the_chinese_01_runs_top_to_bottom_with_chinese_feedback(edition, monkeypatch):
     """Notebook 01 in Chinese, run as a student runs it: no cell raises, the outputs that do not
     depend on the language are the English run's (figures included: the kernel runs on the CPU
