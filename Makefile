@@ -146,7 +146,7 @@ lint: $(STAMP)
 # `make test` leaves out the tests marked `publish` (pyproject.toml): they check what is published
 # from the notebooks (every deck and site page in Chromium in both languages, JupyterLab in
 # Chromium, nbgrader grading 01, the student editions' and the Chinese edition's 01 run top to
-# bottom) and took about 375 of a fresh run's 830 worker-seconds on the 2-core machine. `make test-publish`
+# bottom) and took about 370 of a fresh run's 830 worker-seconds on the 2-core machine. `make test-publish`
 # runs them; .ci/run runs it after `make test`, so CI still checks everything.
 NOT_PUBLISH := -m "not publish"
 unit: $(STAMP)

@@ -38,7 +38,7 @@ TRAINS_BUDGET_S, OTHER_BUDGET_S = 75.0, 20.0
 # tests/series/test_series.py checks that both find the notebooks the claims harness retrains.
 TRAINS = re.compile(r"(?<![.\w])(train|fit|train_or_load)\(|\b(attnlib|training)\.(train|train_or_load)\(")
 # Unit-test modules that take long (seconds on the development machine, in the session that runs
-# them), started early, so that no long one is left for last. The first three are mostly tests
+# them), started early, so that no long one is left for last. The first four are mostly tests
 # marked `publish` (make test-publish); the others run in make test with the notebooks.
 LONG_UNIT_MODULES = {
     "tests/tools/test_browser.py": 260.0,
