@@ -181,9 +181,12 @@ test-publish: $(STAMP) $(COURSE_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m publish tests
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
+# tools.kernels.SteadyKernelManager: nbclient's waits in one-second slices, so that a reply whose
+# socket wake-up was missed is read at once instead of after the 600 s timeout (tools/kernels.py).
 execute: $(STAMP)
-	$(call PATH_ENV,$(EXECUTE_PATH)) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	$(call PATH_ENV,$(EXECUTE_PATH)) PYTHONPATH=$(CURDIR) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.kernel_manager_class=tools.kernels.SteadyKernelManager \
 	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)
 	$(call PATH_ENV,$(EXECUTE_PATH)) $(BIN)/python benchmarks/cpu_path.py record \
 	  $(if $(filter %.ipynb,$(NB)),$(NB),$(NB)/*.ipynb)

@@ -51,6 +51,7 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tools/, when run as a script
 NOTEBOOKS = ROOT / "notebooks"
 # Notebooks that train, in the jobs they run in: each inner list runs in order in one kernel
 # after another, because the later ones load models the earlier ones trained.
@@ -139,7 +140,8 @@ def shown(cell) -> str:
 def execute(number: str, seed: int, log: Path) -> list[dict]:
     """Run one notebook (in this process's environment) and return what it claimed."""
     import nbformat
-    from nbclient import NotebookClient
+
+    from tools.kernels import notebook_client  # nbclient, without stalling on a missed wake-up
 
     path = next(NOTEBOOKS.glob(f"{number}_*.ipynb"))
     nb = nbformat.read(path, as_version=4)
@@ -148,7 +150,7 @@ def execute(number: str, seed: int, log: Path) -> list[dict]:
             cell.source = with_seed(cell.source, seed)
     log.unlink(missing_ok=True)
     os.environ["ATTNLIB_CLAIMS_LOG"] = str(log)
-    client = NotebookClient(
+    client = notebook_client(
         nb,
         timeout=1800,
         kernel_name="python3",

@@ -409,9 +409,13 @@ docs/grading.md explains every setting. Run nbgrader from this folder."""
 
 import os
 import re
+import sys
 
 from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import ClearOutput, ClearSolutions
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steady_kernel import SteadyKernelManager  # noqa: E402 (beside this file)
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -426,6 +430,9 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
+# Each reply is waited for in one-second slices (steady_kernel.py, a copy of the series'
+# tools/kernels.py): a reply whose socket wake-up was missed is read at once, not after the 600 s.
+c.Execute.kernel_manager_class = SteadyKernelManager
 
 # A test cell that a submission lacks is put back (after the answer cell) and run, instead of
 # scoring 0 as nbgrader does by default: deleting a check neither earns nor costs points.
@@ -485,7 +492,10 @@ def build(source_dir: Path, course_dir: Path, draws: int = DRAWS) -> dict[str, l
     Returns:
         ``{"written": [...], "unchanged": [...], "kept": [...]}``, paths relative to ``course_dir``.
     """
-    texts = {"nbgrader_config.py": config_text()}
+    texts = {
+        "nbgrader_config.py": config_text(),
+        "steady_kernel.py": (Path(__file__).with_name("kernels.py")).read_text(encoding="utf-8"),
+    }
     for path in sorted(source_dir.glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         texts[f"source/{assignment_name(path)}/{path.name}"] = _dumps(course_notebook(nb, draws))

@@ -757,12 +757,12 @@ def execute(notebooks: list[Path], timeout: int = 600) -> dict[Path, list[str]]:
     Raises:
         nbclient.exceptions.CellExecutionError: a cell raised (the notebook is not written then).
     """
-    from nbclient import NotebookClient
+    from .kernels import notebook_client
 
     differing = {}
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        NotebookClient(
+        notebook_client(
             nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
         ).execute()
         nbformat.write(nb, path)

@@ -246,12 +246,15 @@ def test_make_course_leaves_a_file_the_instructor_changed(tmp_path):
     (tmp_path / "nb").mkdir()
     (tmp_path / "nb" / NOTEBOOKS[0].name).write_bytes(NOTEBOOKS[0].read_bytes())
     first = build(tmp_path / "nb", tmp_path / "course")
-    assert "nbgrader_config.py" in first["written"] and len(first["written"]) == 2
+    assert {"nbgrader_config.py", "steady_kernel.py"} <= set(first["written"]) and len(first["written"]) == 3
+    copied = (tmp_path / "course" / "steady_kernel.py").read_text()
+    assert copied == (ROOT / "tools" / "kernels.py").read_text()
     config = tmp_path / "course" / "nbgrader_config.py"
     config.write_text(config.read_text() + "\nc.Exchange.root = '/srv/exchange'\n")
     again = build(tmp_path / "nb", tmp_path / "course")
-    assert again["kept"] == ["nbgrader_config.py"] and again["unchanged"] == [
-        f"source/{NOTEBOOKS[0].stem}/{NOTEBOOKS[0].name}"
+    assert again["kept"] == ["nbgrader_config.py"] and sorted(again["unchanged"]) == [
+        f"source/{NOTEBOOKS[0].stem}/{NOTEBOOKS[0].name}",
+        "steady_kernel.py",
     ]
     assert "/srv/exchange" in config.read_text()
 

@@ -278,13 +278,13 @@ def test_everything_else_is_the_same_cells(series_edition):
 @pytest.mark.publish
 def test_a_student_notebook_runs_top_to_bottom(series_edition, tmp_path):
     """The student edition of notebook 01 runs: every check says "not yet" instead of failing."""
-    from nbclient import NotebookClient
+    from tools.kernels import notebook_client
 
     nb = nbformat.read(next((ROOT / "notebooks").glob("01_*.ipynb")), as_version=4)
     from tools.student import student_notebook
 
     nb = nbformat.from_dict(student_notebook(nb))
-    NotebookClient(
+    notebook_client(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
     ).execute()
     checks = [c for c in nb.cells if _kind(c) == "check"]
@@ -517,10 +517,10 @@ def test_the_chinese_edition_refuses_english_notebooks(tmp_path):
 def test_a_chinese_student_notebook_runs_top_to_bottom_and_every_check_says_not_yet(zh_edition, tmp_path):
     """The Chinese student edition of notebook 01 runs; each check's verdict has status "todo"
     (read from the verdict objects, whatever words the feedback language gives them)."""
-    from nbclient import NotebookClient
     from nbformat.v4 import new_code_cell
 
     from tools import i18n
+    from tools.kernels import notebook_client
     from tools.student import student_notebook
 
     source = next((ROOT / "notebooks").glob("01_*.ipynb"))
@@ -533,7 +533,7 @@ def test_a_chinese_student_notebook_runs_top_to_bottom_and_every_check_says_not_
             "print(attnlib.language())"
         )
     )
-    NotebookClient(
+    notebook_client(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
     ).execute()
     statuses_text, language = _text(nb.cells[-1]).strip().splitlines()[-2:]
