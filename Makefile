@@ -182,7 +182,7 @@ test-publish: $(STAMP) $(COURSE_STAMP)
 
 # Stored outputs come only from here: a fresh kernel, top to bottom, with the settings above.
 # tools.kernels.SteadyKernelManager: nbclient's waits in one-second slices, so that a reply whose
-# socket wake-up was missed is read at once instead of after the 600 s timeout (tools/kernels.py).
+# socket wake-up was missed is read within a second, not after the 600 s timeout (tools/kernels.py).
 execute: $(STAMP)
 	$(call PATH_ENV,$(EXECUTE_PATH)) PYTHONPATH=$(CURDIR) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \

@@ -5,7 +5,7 @@
 - ``python -m tools.site notebooks build/site build/slides``: the static web site (``make site``);
 - ``python -m tools.notes notebooks``: label and collapse the speaker notes.
 - ``python -m tools.course notebooks build/course``: the nbgrader course (``make course``).
-- ``tools.kernels``: nbclient without stalls on a missed socket wake-up, for every notebook run.
+- ``tools.kernels``: nbclient without stalls on a missed socket wake-up, for the tools' notebook runs.
 
 They live outside ``attnlib`` on purpose: ``attnlib`` is what notebooks import, and its wheel
 ships neither these modules, their templates, nor their dependencies (nbconvert, Jinja2,

@@ -414,8 +414,7 @@ import sys
 from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import ClearOutput, ClearSolutions
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from steady_kernel import SteadyKernelManager  # noqa: E402 (beside this file)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # steady_kernel.py, beside this file
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -431,8 +430,9 @@ c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
 # Each reply is waited for in one-second slices (steady_kernel.py, a copy of the series'
-# tools/kernels.py): a reply whose socket wake-up was missed is read at once, not after the 600 s.
-c.Execute.kernel_manager_class = SteadyKernelManager
+# tools/kernels.py): a reply whose socket wake-up was missed is read within a second, not after
+# the 600 s. nbgrader's Execute fixes its kernel manager's class, so the client class is set there.
+c.AsyncKernelManager.client_class = "steady_kernel.SteadyKernelClient"
 
 # A test cell that a submission lacks is put back (after the answer cell) and run, instead of
 # scoring 0 as nbgrader does by default: deleting a check neither earns nor costs points.

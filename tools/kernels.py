@@ -1,30 +1,37 @@
 """Run notebooks with nbclient without stalling on a missed socket wake-up.
 
-Every tool here that runs a notebook through nbclient (``make execute``, ``make zh``, ``make
-claims``, nbgrader's autograding, the student-edition tests) waits for the kernel's messages with
+The tools here that run a notebook through nbclient (``make execute``, ``make zh``, ``make
+claims``, nbgrader's autograding, the student-edition tests) wait for the kernel's messages with
 jupyter_client's asyncio channels. Such a channel learns that a message has arrived from its
 socket's file descriptor, which ZeroMQ signals on an edge: once something else has read the
-socket's events (a send on the same socket can), a message already queued raises no new edge,
-and ``get_msg(timeout)`` sleeps until its timeout although the message is there. nbclient waits
-for a cell's reply with the cell's whole timeout, so a missed edge stalls a run for that long
-(600 s for nbgrader and ``make execute``, 1,800 s for ``make claims``); then the poll ends, finds
-the reply, and the run goes on as if nothing had happened. It was seen twice on the 2-core
-development machine: in nbgrader's autograding of 01, and in ``make claims`` waiting for the reply
-to 14's explorer cell, each time with the kernel idle and the client waiting
-(docs/performance.md). nbclient issue #312 (a cell with ipywidgets "sometimes blocks") reports
-the same symptom. The pinned ipykernel 7.4.0 already sends its shell replies through its own
-stream (the kernel's side of the same trouble, ipykernel pull request #1529); both stalls
-happened with it.
+socket's events, a message already queued raises no new edge, and ``get_msg(timeout)`` sleeps
+until its timeout although the message is there (tests/tools/test_kernels.py shows it). nbclient
+waits for a cell's reply with the cell's whole timeout, so such a wait lasts that long (600 s for
+nbgrader and ``make execute``, 1,800 s for ``make claims``); then the poll ends, finds the reply,
+and the run goes on as if nothing had happened. Stalls that look like this were seen twice on the
+2-core development machine: in nbgrader's autograding of 01, which went on after 600 s and
+passed, and in ``make claims`` waiting for the reply to 14's explorer cell, each time with the
+kernel idle and the client asleep in that wait (docs/performance.md). What consumed the edge there
+was not found. nbclient issue #312 (a cell with ipywidgets "sometimes blocks") reports the same
+symptom. The pinned ipykernel 7.4.0 already sends its shell replies through its own stream (the
+kernel's side of a similar trouble, ipykernel pull request #1529).
 
-:class:`SteadyKernelManager` gives nbclient channels that wait in slices of
-:data:`POLL_SLICE` seconds: each new wait first asks the socket whether a message is queued, so
-a missed edge costs at most one slice. Use it as nbclient's ``kernel_manager_class`` (see
-:func:`notebook_client`), or on the command line as
-``--ExecutePreprocessor.kernel_manager_class=tools.kernels.SteadyKernelManager`` with the
-repository on ``PYTHONPATH``.
+:class:`SteadyKernelClient` waits in slices of :data:`POLL_SLICE` seconds: each new wait first
+asks the socket whether a message is queued, so a missed edge costs at most one slice. Three ways
+to use it:
 
-This module imports only jupyter_client, so that ``make course`` can copy it beside nbgrader's
-configuration (tools/course.py), where the course's own environment imports it.
+* :func:`notebook_client` for an ``nbclient.NotebookClient`` made here;
+* ``--ExecutePreprocessor.kernel_manager_class=tools.kernels.SteadyKernelManager`` for nbconvert,
+  with the repository on ``PYTHONPATH`` (``make execute``);
+* ``c.AsyncKernelManager.client_class = "steady_kernel.SteadyKernelClient"`` where the kernel
+  manager's class is fixed, as nbgrader's ``Execute`` fixes it (tools/course.py copies this file
+  beside the course's ``nbgrader_config.py`` as ``steady_kernel.py``).
+
+This module imports jupyter_client and traitlets (and nbclient inside :func:`notebook_client`),
+all of which nbgrader's own environment has. ``make compat`` keeps nbconvert's own client: the
+repository on ``PYTHONPATH`` would put attnlib's source there too, and ``make compat`` checks that
+a notebook installs attnlib where it is missing. nbval, which ``make test`` runs, uses
+jupyter_client's blocking client, whose poll asks the socket itself.
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ class SlicedPollChannel(AsyncZMQSocketChannel):
 
 
 class SteadyKernelClient(AsyncKernelClient):
-    """jupyter_client's asyncio kernel client with :class:`SlicedPollChannel` on every ZeroMQ channel."""
+    """jupyter_client's asyncio kernel client with :class:`SlicedPollChannel` on its shell, IOPub,
+    stdin and control channels (the heartbeat keeps its own thread)."""
 
     shell_channel_class = Type(SlicedPollChannel)  # type: ignore[assignment]
     iopub_channel_class = Type(SlicedPollChannel)  # type: ignore[assignment]
@@ -72,11 +80,8 @@ class SteadyKernelClient(AsyncKernelClient):
 
 
 class SteadyKernelManager(AsyncKernelManager):
-    """The asyncio kernel manager nbclient uses, handing out :class:`SteadyKernelClient` s.
-
-    nbclient sets ``client_class`` to jupyter_client's own asyncio client after it creates the
-    manager, so the class is chosen here, when a client is made.
-    """
+    """The asyncio kernel manager nbclient uses by default, handing out :class:`SteadyKernelClient` s
+    whatever its ``client_class`` says (jupyter_client's asyncio client by default)."""
 
     def client(self, **kwargs: Any) -> SteadyKernelClient:
         self.client_factory = SteadyKernelClient

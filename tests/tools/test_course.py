@@ -305,6 +305,15 @@ with Gradebook("sqlite:///gradebook.db") as gb:
 """
 
 
+CLIENT_CLASS = """
+from traitlets.config.loader import PyFileConfigLoader
+from nbgrader.preprocessors import Execute
+execute = Execute(config=PyFileConfigLoader("nbgrader_config.py", path=".").load_config())
+client = execute.kernel_manager_class(kernel_name="python3", config=execute.config).client()
+print(f"{type(client).__module__}.{type(client).__qualname__}")
+"""
+
+
 def nbgrader(course: Path, *args: str) -> str:
     env = {**os.environ, "PATH": f"{COURSE_BIN}{os.pathsep}{os.environ['PATH']}"}  # nbgrader runs `alembic`
     start = time.perf_counter()
@@ -423,6 +432,11 @@ def test_nbgrader_releases_the_student_edition_and_grades_four_submissions(tmp_p
     (tmp_path / "notebooks" / path.name).write_bytes(path.read_bytes())
     course = tmp_path / "course"
     build(tmp_path / "notebooks", course)
+    # Autograding's kernel client waits in slices (tools/kernels.py): built as nbclient builds it.
+    made = subprocess.run(
+        [str(COURSE_BIN / "python"), "-c", CLIENT_CLASS], cwd=course, capture_output=True, text=True
+    )
+    assert made.stdout.strip() == "steady_kernel.SteadyKernelClient", made.stdout + made.stderr
     nbgrader(course, "nbgrader", "generate_assignment", name)
 
     # The release is the student edition: the same cells, text, outputs and ids (nbgrader's own

@@ -73,7 +73,7 @@ def test_no_message_is_still_empty_after_the_timeout():
 
 def test_the_manager_hands_out_clients_with_sliced_channels():
     manager = kernels.SteadyKernelManager()
-    manager.client_class = "jupyter_client.asynchronous.AsyncKernelClient"  # what nbclient sets
+    manager.client_class = "jupyter_client.asynchronous.AsyncKernelClient"  # the default, said again
     client = manager.client()
     assert isinstance(client, kernels.SteadyKernelClient)
     for name in ("shell", "iopub", "stdin", "control"):
