@@ -165,7 +165,7 @@ nbval-plain: $(STAMP)
 
 # Retrains the notebooks that train (seeds 0-4 on this CPU's path, seed 0 on the others) and prints
 # the margin of every claim about a trained model; CLAIMS_ARGS="--markdown docs/claims.md" writes
-# the tables. About 20-40 minutes on two cores. Not a test (benchmarks/claims.py).
+# the tables. About 20-40 minutes on two AVX2 cores, 12 on two AVX-512 ones. Not a test (benchmarks/claims.py).
 CLAIMS_ARGS ?=
 claims: $(STAMP)
 	$(BIN)/python benchmarks/claims.py $(CLAIMS_ARGS)
