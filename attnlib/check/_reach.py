@@ -204,7 +204,9 @@ def _attnlib_modules() -> list[ModuleType]:
     return [
         module
         for name, module in list(sys.modules.items())
-        if (name == "attnlib" or name.startswith("attnlib.")) and not name.startswith("attnlib.check")
+        if name.startswith("attnlib")
+        and (name == "attnlib" or name[7] == ".")
+        and not name.startswith("attnlib.check")
     ]
 
 
@@ -241,14 +243,21 @@ def out_of_reach(forbidden: Sequence[Forbidden], student: Any = None) -> Iterato
         raise OutOfReachError(item, "hands back")
     reached: list[Forbidden] = []
     patches: dict[tuple[int, str], tuple[Any, str, Any]] = {}
-    spaces = [*_attnlib_modules(), *_namespaces(student)]
-    for item in forbidden:
-        stand_in = _stand_in(item, reached)
+    stand_ins = [_stand_in(item, reached) for item in forbidden]
+    for item, stand_in in zip(forbidden, stand_ins, strict=True):
         for owner, name in item.places:
             patches.setdefault((id(owner), name), (owner, name, stand_in))
-        for space in spaces if item.aliases else ():
+    # Every name bound to an alias, in one pass over each namespace: the first item that declares
+    # an object wins, as the places above (``setdefault``).
+    by_alias: dict[int, Any] = {}
+    for item, stand_in in zip(forbidden, stand_ins, strict=True):
+        for alias in item.aliases:
+            by_alias.setdefault(id(alias), stand_in)
+    if by_alias:
+        for space in [*_attnlib_modules(), *_namespaces(student)]:
             for name, value in list((space if isinstance(space, dict) else vars(space)).items()):
-                if any(value is a for a in item.aliases):
+                stand_in = by_alias.get(id(value))
+                if stand_in is not None:
                     patches.setdefault((id(space), name), (space, name, stand_in))
     saved: list[tuple[Any, str, Any]] = []
     try:

@@ -479,7 +479,7 @@ def local_p_parameters(n_parameters: Any) -> Verdict:
     ``LocalAttention(32, half_window=5, mode="p", score="concat")``: local-p's ``W_p`` ``(d_hid, d_hid)`` and
     ``v_p`` ``(d_hid,)``, neither with a bias, plus its concat scorer, ``AttentionParams(32)``.
     """
-    with torch.device("meta"):  # shapes only: no memory, and the global seed is not touched
+    with torch.random.fork_rng(devices=[]):  # a few kilobytes; the global seed is not touched
         expected = count_parameters(LocalAttention(**LOCAL_P_CONFIG))
     generic = N_(
         "count every learned tensor: W_p (d_hid x d_hid) and v_p (d_hid) of p_t, then the concat "
