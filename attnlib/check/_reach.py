@@ -243,22 +243,23 @@ def out_of_reach(forbidden: Sequence[Forbidden], student: Any = None) -> Iterato
         raise OutOfReachError(item, "hands back")
     reached: list[Forbidden] = []
     patches: dict[tuple[int, str], tuple[Any, str, Any]] = {}
-    stand_ins = [_stand_in(item, reached) for item in forbidden]
-    for item, stand_in in zip(forbidden, stand_ins, strict=True):
-        for owner, name in item.places:
-            patches.setdefault((id(owner), name), (owner, name, stand_in))
-    # Every name bound to an alias, in one pass over each namespace: the first item that declares
-    # an object wins, as the places above (``setdefault``).
-    by_alias: dict[int, Any] = {}
-    for item, stand_in in zip(forbidden, stand_ins, strict=True):
+    # Where each item's aliases are bound, found in one pass over each namespace (by identity);
+    # then each item in turn, its places first and then those names, so that the first item to
+    # claim a name keeps it.
+    holders: dict[int, list[int]] = {}  # id(alias) -> the items that declare it, in order
+    for i, item in enumerate(forbidden):
         for alias in item.aliases:
-            by_alias.setdefault(id(alias), stand_in)
-    if by_alias:
+            holders.setdefault(id(alias), []).append(i)
+    bound: list[list[tuple[Any, str]]] = [[] for _ in forbidden]
+    if holders:
         for space in [*_attnlib_modules(), *_namespaces(student)]:
             for name, value in list((space if isinstance(space, dict) else vars(space)).items()):
-                stand_in = by_alias.get(id(value))
-                if stand_in is not None:
-                    patches.setdefault((id(space), name), (space, name, stand_in))
+                for i in holders.get(id(value), ()):
+                    bound[i].append((space, name))
+    for item, names in zip(forbidden, bound, strict=True):
+        stand_in = _stand_in(item, reached)
+        for owner, name in (*item.places, *names):
+            patches.setdefault((id(owner), name), (owner, name, stand_in))
     saved: list[tuple[Any, str, Any]] = []
     try:
         for owner, name, stand_in in patches.values():

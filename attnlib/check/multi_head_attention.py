@@ -351,8 +351,9 @@ _GENERIC_COUNT = N_(
 
 
 def _count(cls: type, cfg: dict) -> int:
-    # A few kilobytes on the CPU, inside fork_rng so that the global seed is not touched (on the meta
-    # device every torch call goes through Python: about 15 times slower).
+    # A few kilobytes on the CPU, inside fork_rng so that the global seed is not touched. (On the meta
+    # device the causal mask's tril runs torch's Python reference, whose first use in a process
+    # imports about 800 modules: about a second.)
     with torch.random.fork_rng(devices=[]):
         return count_parameters(cls(**cfg))
 

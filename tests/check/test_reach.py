@@ -183,3 +183,22 @@ def test_a_torch_class_out_of_reach():
     assert _reached([gru], lambda: nn.GRUCell(3, 2)).startswith("calls `nn.GRUCell`")
     assert _reached([gru], lambda: cell(torch.zeros(1, 3))).startswith("calls `nn.GRUCell`")
     assert bindings() == before and cell(torch.zeros(1, 3)).shape == (1, 2)
+
+
+def test_the_first_item_to_claim_a_name_keeps_it(monkeypatch):
+    """A name that an earlier item reaches through its alias and a later item declares as a place
+    gets the earlier item's stand-in, so the verdict names what the check declared first."""
+    import types
+
+    def f():
+        return 1
+
+    module = types.ModuleType("attnlib._claimed_twice")
+    module.a = f  # f under another name in an attnlib module
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    first, second = own(f, what="f"), torch_api("a", (module, "a"))
+    said = _reached([first, second], lambda: module.a())
+    assert said.startswith("calls attnlib's own `f`"), said
+    said = _reached([second, first], lambda: module.a())
+    assert said.startswith("calls `a`"), said
+    assert module.a is f
