@@ -315,8 +315,9 @@ def seeded(seed: int) -> Iterator[None]:
     """Random draws inside come from ``seed`` (shifted by :func:`other_draws`); the caller's
     global random state is left alone, so a check never moves the student's seed."""
     with torch.random.fork_rng(devices=[]):
-        # The CPU generator only, the one fork_rng restores: torch.manual_seed would also queue a
-        # seeding of every accelerator, each with a formatted stack (a millisecond a call here).
+        # The CPU generator only, the one fork_rng restores: torch.manual_seed would also set up a
+        # deferred seeding of CUDA, XPU and MTIA, formatting the stack for each (about a
+        # millisecond a call under pytest's or IPython's stacks), and re-seed a student's GPU.
         torch.default_generator.manual_seed(seed + _draws)
         yield
 

@@ -204,9 +204,7 @@ def _attnlib_modules() -> list[ModuleType]:
     return [
         module
         for name, module in list(sys.modules.items())
-        if name.startswith("attnlib")
-        and (name == "attnlib" or name[7] == ".")
-        and not name.startswith("attnlib.check")
+        if (name == "attnlib" or name.startswith("attnlib.")) and not name.startswith("attnlib.check")
     ]
 
 
